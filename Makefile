@@ -1,0 +1,13 @@
+.PHONY: build test bench run clean
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+build: ## build ./bin/digest
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/digest ./cmd/digest
+
+test: ## the whole suite: installs/starts PostgreSQL and Mailpit when missing
+	./scripts/test
+
+clean:
+	rm -rf bin outbox digest.db digest.db-* .digest-keyring

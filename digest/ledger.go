@@ -1,0 +1,165 @@
+package digest
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// State is the state of a receipt in the ledger.
+type State string
+
+// The receipt states. See "The ledger" in DESIGN.md for the transitions.
+const (
+	// StateClaimed: a run holds the lease and may send. Whether the send
+	// may have started is recorded separately (see Ledger.StartSending).
+	StateClaimed State = "claimed"
+	// StateSent is final: the provider accepted the message.
+	StateSent State = "sent"
+	// StateRetryable: a temporary failure; claimable again at NextAttempt.
+	StateRetryable State = "retryable"
+	// StateFailed: a permanent failure; never retried automatically.
+	StateFailed State = "failed"
+	// StateHeld: a send may have reached the provider and nobody could tell;
+	// an operator decides (release for resend, or mark sent).
+	StateHeld State = "held"
+	// StateQuarantined: the same key arrived with a different fingerprint.
+	// Never claimable; the original fingerprint is kept for investigation.
+	StateQuarantined State = "quarantined"
+)
+
+// Outcome is what a claim decided.
+type Outcome int
+
+// Claim outcomes. Only OutcomeClaimed gives permission to send.
+const (
+	OutcomeClaimed     Outcome = iota + 1 // the caller holds the lease; see ClaimResult.MaybeSent
+	OutcomeAlreadySent                    // sent before; ProviderRef and SentAt say when and as what
+	OutcomeBusy                           // another holder's lease is live
+	OutcomeNotDue                         // retryable, but not before NextAttempt
+	OutcomeQuarantined                    // fingerprint differs, now or earlier
+	OutcomeHeld                           // waiting for an operator
+	OutcomeFailed                         // failed permanently
+)
+
+var outcomeNames = [...]string{"", "claimed", "already_sent", "busy", "not_due", "quarantined", "held", "failed"}
+
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// ClaimRequest asks for permission to send the digest whose receipt is
+// stored under one of Keys.
+type ClaimRequest struct {
+	// Keys are the candidate keys, current first (Keyring.Candidates). A
+	// receipt already stored under an older key governs; a new receipt is
+	// created under Keys[0].
+	Keys        []Key
+	Fingerprint string        // Digest.Fingerprint
+	Week        ISOWeek       // stored for pruning and reporting
+	RunID       string        // transport identity, for the history only
+	Lease       time.Duration // how long the claim is exclusive
+}
+
+// ClaimResult is the ledger's decision on one ClaimRequest.
+type ClaimResult struct {
+	Outcome Outcome
+	Key     Key // the key the receipt is stored under (may be an older key id)
+
+	// With OutcomeClaimed:
+	Token     int64 // fencing token: only its holder may finish the claim
+	Attempt   int   // 1 for the first claim
+	MaybeSent bool  // an earlier claim may have reached the provider: look up before sending
+
+	// With OutcomeAlreadySent:
+	ProviderRef string
+	SentAt      time.Time
+
+	// With OutcomeNotDue (next attempt) and OutcomeBusy (lease expiry):
+	NextAttempt time.Time
+}
+
+// Fence names one claim: its key and token.
+type Fence struct {
+	Key   Key
+	Token int64
+}
+
+// Finish records the end of one claim. Only the current token may finish.
+type Finish struct {
+	Key         Key
+	Token       int64
+	State       State     // StateSent, StateRetryable, StateFailed or StateHeld
+	ProviderRef string    // with StateSent
+	NextAttempt time.Time // with StateRetryable
+	// MaybeSent, with StateRetryable, keeps the mark that the send may have
+	// reached the provider, so the next claim looks up before sending.
+	MaybeSent bool
+	Reason    string // short, for the history; never customer data or secrets
+	RunID     string
+}
+
+// ErrStaleClaim means the token no longer holds the claim: its lease
+// expired and another run took the key over. The caller must not send, and
+// what it would have written is dropped.
+var ErrStaleClaim = errors.New("stale claim: lease lost to a newer claim")
+
+// SnapshotPin names a snapshot: one (type, week, version).
+type SnapshotPin struct {
+	Type    string
+	Week    ISOWeek
+	Version string
+}
+
+// Observation is one key seen by an observe-mode run.
+type Observation struct {
+	Keys        []Key // candidates, current first, as in ClaimRequest
+	Fingerprint string
+	Week        ISOWeek
+	RunID       string
+}
+
+// Observed is what the ledger reports for one Observation, without
+// changing any receipt.
+type Observed struct {
+	// Would is what a claim would decide now (OutcomeClaimed for an absent
+	// or claimable key).
+	Would Outcome
+	// PreviousAt is when the same key was last observed, or zero: the gap
+	// is the "how soon do duplicates come" measure.
+	PreviousAt time.Time
+}
+
+// Ledger is the receipt store the run loop needs. Batched methods take and
+// return slices index by index, with the same semantics as one call per
+// element; one call is one round trip or transaction where the store allows.
+//
+// Implementations are in package ledger (PostgreSQL and SQLite).
+type Ledger interface {
+	// PinSnapshot returns the as_of cutoff of pin, storing proposed if the
+	// pin is new. Every later call returns the first stored value.
+	PinSnapshot(ctx context.Context, pin SnapshotPin, proposed time.Time) (time.Time, error)
+
+	// Claim decides each request atomically: exactly one concurrent caller
+	// gets OutcomeClaimed for a key. A fingerprint that differs from the
+	// stored one quarantines the receipt (OutcomeQuarantined).
+	Claim(ctx context.Context, reqs []ClaimRequest) ([]ClaimResult, error)
+
+	// StartSending marks claims whose message is about to be handed to the
+	// provider. A claim that crashes before this is re-sent by the next run
+	// without a look-up; after it, the next claim reports MaybeSent. The
+	// per-element error is ErrStaleClaim for a lost claim, which must not
+	// be sent.
+	StartSending(ctx context.Context, fences []Fence) ([]error, error)
+
+	// Finish records outcomes; the per-element error is ErrStaleClaim when
+	// the token no longer holds the claim.
+	Finish(ctx context.Context, fs []Finish) ([]error, error)
+
+	// Observe records observations (observe mode) and reports what a claim
+	// would decide, changing no receipt.
+	Observe(ctx context.Context, obs []Observation) ([]Observed, error)
+}

@@ -1,0 +1,98 @@
+package digest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Address is a mailbox: a display name and an address.
+type Address struct {
+	Name  string
+	Email string
+}
+
+// Message is one rendered digest ready to send. The mailer derives the
+// Message-ID and the look-up header from Key, so every retry of the same
+// digest carries the same identity to the provider.
+type Message struct {
+	Key     Key
+	To      Address
+	Subject string
+	Text    string
+	HTML    string
+}
+
+// Mailer hands messages to a provider. Send returns the provider's reference
+// for an accepted message, or an error that ClassOf classifies.
+// Implementations are safe for concurrent use.
+type Mailer interface {
+	Send(ctx context.Context, m *Message) (ref string, err error)
+	Close() error
+}
+
+// Lookup asks a provider whether the message carrying key was accepted.
+type Lookup interface {
+	// Lookup returns found with the provider's reference, or found false
+	// when the provider has no such message. An error means it could not
+	// tell; the caller must then not send.
+	Lookup(ctx context.Context, key Key) (ref string, found bool, err error)
+}
+
+// Class says what a failed send means for the receipt.
+type Class int
+
+// Send failure classes.
+const (
+	// ClassAmbiguous: the message may have been accepted (the connection
+	// was lost after the data went out). Never resend before a look-up.
+	// Unclassified errors are ambiguous: the safe assumption.
+	ClassAmbiguous Class = iota
+	// ClassTemporary: not accepted; try again later (4xx, 429, refused
+	// connection, timeout before the data was sent).
+	ClassTemporary
+	// ClassPermanent: not accepted and never will be (5xx, bad address).
+	ClassPermanent
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassTemporary:
+		return "temporary"
+	case ClassPermanent:
+		return "permanent"
+	default:
+		return "ambiguous"
+	}
+}
+
+// SendError is a classified send failure.
+type SendError struct {
+	Class   Class
+	RetryAt time.Time // with ClassTemporary: the earliest retry the provider asked for, or zero
+	Err     error
+}
+
+func (e *SendError) Error() string { return fmt.Sprintf("%s: %v", e.Class, e.Err) }
+func (e *SendError) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of a send error: the Class of the *SendError in
+// its chain, or ClassAmbiguous for any other error, since an unexplained
+// failure may have reached the provider.
+func ClassOf(err error) Class {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Class
+	}
+	return ClassAmbiguous
+}
+
+// RetryAtOf returns the retry time a *SendError carries, or zero.
+func RetryAtOf(err error) time.Time {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.RetryAt
+	}
+	return time.Time{}
+}

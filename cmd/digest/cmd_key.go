@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+const keyHelp = `Usage: digest key --customer ID --week YYYY-Www [--type T] [--content-version V]
+
+Prints the ledger key (KID:HEX) of one customer's digest: the HMAC of
+customer|week|type|version under the current key of the keyring. The ledger
+stores only this key, never the customer id; support staff use it to find a
+receipt ("digest review show KEY"). With --all, prints the key under every
+key id of the keyring, current first (a receipt made before a rotation is
+stored under an older one).
+
+Examples:
+  digest key --customer customer_8421 --week 2026-W32
+  DIGEST_HMAC_KEYS_FILE=/secrets/hmac-keys digest key --customer c_1 --week 2026-W48 --all
+`
+
+func cmdKey(_ context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "key", keyHelp)
+	st := register(fs, env, gDigest, gKeys, gLedger, gLog)
+	customer := fs.String("customer", "", "customer id (required)")
+	week := fs.String("week", "", "ISO week YYYY-Www (required)")
+	all := fs.Bool("all", false, "print the key under every key id, current first")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *customer == "" || *week == "" {
+		return usagef("--customer and --week are required")
+	}
+	w, err := digest.ParseISOWeek(*week)
+	if err != nil {
+		return usagef("--week: %v", err)
+	}
+	id := digest.Identity{Customer: *customer, Week: w, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")}
+	if err := id.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	kr, err := loadKeyring(st, newLogger(env, st))
+	if err != nil {
+		return err
+	}
+	if !*all {
+		fmt.Fprintln(env.Stdout, kr.Key(id))
+		return nil
+	}
+	for _, k := range kr.Candidates(id) {
+		fmt.Fprintln(env.Stdout, k)
+	}
+	return nil
+}

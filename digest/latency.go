@@ -1,0 +1,80 @@
+package digest
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// latencyBuckets is a log-linear histogram of durations: 8 sub-buckets per
+// power of two from 1µs to about 1 minute. Memory is fixed whatever the
+// number of samples; quantiles are accurate to about 10%.
+const (
+	latSub     = 8
+	latOctaves = 27 // 2^26 µs ≈ 67 s
+)
+
+// LatencyHistogram records durations in fixed memory and reports quantiles.
+// It is safe for concurrent use.
+type LatencyHistogram struct {
+	mu     sync.Mutex
+	counts [latOctaves * latSub]uint64
+	n      uint64
+	max    time.Duration
+}
+
+func latIndex(d time.Duration) int {
+	us := float64(d) / float64(time.Microsecond)
+	if us < 1 {
+		return 0
+	}
+	exp := math.Floor(math.Log2(us))
+	frac := us/math.Exp2(exp) - 1 // [0,1)
+	i := int(exp)*latSub + int(frac*latSub)
+	return min(i, latOctaves*latSub-1)
+}
+
+func latUpper(i int) time.Duration {
+	exp, sub := i/latSub, i%latSub
+	us := math.Exp2(float64(exp)) * (1 + float64(sub+1)/latSub)
+	return time.Duration(us * float64(time.Microsecond))
+}
+
+// Observe records one duration, n times (a batch of n digests that waited
+// d for their claim).
+func (h *LatencyHistogram) Observe(d time.Duration, n int) {
+	if n <= 0 {
+		return
+	}
+	h.mu.Lock()
+	h.counts[latIndex(d)] += uint64(n)
+	h.n += uint64(n)
+	h.max = max(h.max, d)
+	h.mu.Unlock()
+}
+
+// Quantile returns the q quantile (0 < q ≤ 1) as the upper bound of its
+// bucket, or zero with no samples.
+func (h *LatencyHistogram) Quantile(q float64) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(h.n)))
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return min(latUpper(i), h.max)
+		}
+	}
+	return h.max
+}
+
+// Count returns the number of samples.
+func (h *LatencyHistogram) Count() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}

@@ -1,0 +1,127 @@
+package digest
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// Age buckets for repeats: how long after the earlier event the same key
+// came again. The first is the window a queue's duplicate filter covers; the
+// rest are what the ledger is for.
+const (
+	AgeUnder5Min     = iota // under five minutes
+	AgeSameDay              // under 24 hours
+	AgeLater                // within the replay horizon
+	AgeBeyondHorizon        // older than the replay horizon
+	numAgeBuckets
+)
+
+// AgeBucketNames names the age buckets, index by index.
+var AgeBucketNames = [numAgeBuckets]string{"under_5m", "same_day", "later", "beyond_horizon"}
+
+// AgeBucket returns the bucket of a repeat gap.
+func AgeBucket(gap, horizon time.Duration) int {
+	switch {
+	case gap < 5*time.Minute:
+		return AgeUnder5Min
+	case gap < 24*time.Hour:
+		return AgeSameDay
+	case horizon <= 0 || gap <= horizon:
+		return AgeLater
+	default:
+		return AgeBeyondHorizon
+	}
+}
+
+// Summary counts what a run did. Counters cover the whole run, the retry
+// passes included; Pending is what the last pass left unsettled.
+type Summary struct {
+	Sent        int // accepted by the provider in this run
+	Reconciled  int // found at the provider by a look-up and marked sent, not sent again
+	Duplicates  int // already sent before this run: nothing sent
+	Quarantined int // fingerprint differs from the stored one: nothing sent
+	Held        int // waiting for an operator
+	Retryable   int // temporary failures recorded (a key retried twice counts twice)
+	Failed      int // permanent failures
+	Skipped     int // no activity (with the skip policy) or a bad record (lenient mode)
+	Invalid     int // records that could not be built, in strict mode: the run fails
+	Pending     int // retryable, not due or busy at the end of the run
+	LostClaims  int // claims taken over by another run before this one finished them
+
+	Observed      int                // observe mode: keys observed
+	Would         map[string]int     // observe mode: what the ledger would have decided
+	Repeats       [numAgeBuckets]int // observe mode: repeated observations by gap
+	DuplicateAges [numAgeBuckets]int // enforce mode: duplicates by time since the send
+	Interrupted   bool               // stopped by a signal before the end
+	Passes        int                // 1 + retry passes
+	Duration      time.Duration      // wall time of the run
+	ClaimP50      time.Duration      // claim round-trip latency, median
+	ClaimP99      time.Duration      // claim round-trip latency, 99th percentile
+	LedgerCalls   int                // ledger round trips (calls) made
+	Digests       int                // records read from the source
+}
+
+// NeedsReview reports whether any row waits for an operator.
+func (s *Summary) NeedsReview() bool { return s.Held > 0 || s.Quarantined > 0 }
+
+// Complete reports whether everything the run saw is settled.
+func (s *Summary) Complete() bool { return s.Pending == 0 && !s.Interrupted && s.Invalid == 0 }
+
+// LogValue implements slog.LogValuer: one line with every counter.
+func (s Summary) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Int("sent", s.Sent), slog.Int("duplicates", s.Duplicates), slog.Int("reconciled", s.Reconciled),
+		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable),
+		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("invalid", s.Invalid),
+		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("digests", s.Digests),
+		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
+		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes),
+	}
+	if s.Observed > 0 {
+		attrs = append(attrs, slog.Int("observed", s.Observed), slog.Any("would", s.Would))
+		for i, n := range s.Repeats {
+			attrs = append(attrs, slog.Int("repeat_"+AgeBucketNames[i], n))
+		}
+	}
+	for i, n := range s.DuplicateAges {
+		if n > 0 {
+			attrs = append(attrs, slog.Int("duplicate_"+AgeBucketNames[i], n))
+		}
+	}
+	if s.Interrupted {
+		attrs = append(attrs, slog.Bool("interrupted", true))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// counters are the live, concurrently updated form of a Summary.
+type counters struct {
+	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
+	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
+	would                                                              [len(outcomeNames)]atomic.Int64
+	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
+}
+
+func (c *counters) snapshot() Summary {
+	s := Summary{
+		Sent: int(c.sent.Load()), Reconciled: int(c.reconciled.Load()), Duplicates: int(c.duplicates.Load()),
+		Quarantined: int(c.quarantined.Load()), Held: int(c.held.Load()), Retryable: int(c.retryable.Load()),
+		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
+		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
+		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
+	}
+	for i := range c.repeats {
+		s.Repeats[i] = int(c.repeats[i].Load())
+		s.DuplicateAges[i] = int(c.dupAges[i].Load())
+	}
+	if s.Observed > 0 {
+		s.Would = map[string]int{}
+		for o := range c.would {
+			if n := c.would[o].Load(); n > 0 {
+				s.Would[Outcome(o).String()] = int(n)
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,308 @@
+package digest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"io/fs"
+	"strconv"
+	"strings"
+	"sync"
+	texttemplate "text/template"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/currency"
+
+	"github.com/weeklydigest/digest/templates"
+)
+
+// Rendered is a digest rendered for email: a one-line subject and the plain
+// text and HTML alternatives of the body.
+type Rendered struct {
+	Subject string
+	Text    string
+	HTML    string
+}
+
+// Renderer renders digests with the templates of package templates, parsed
+// once. It holds no mutable state and is safe for concurrent use.
+//
+// Rendering is deterministic: the same digest gives the same bytes. Values
+// are formatted in Go before they reach a template: dates in the zone of
+// Digest.From, amounts with the currency's own number of decimals, and every
+// customer-controlled string stripped of control characters (so a name with
+// CR/LF cannot add lines to the subject or the text part). The HTML part is
+// escaped by html/template on top of that.
+type Renderer struct {
+	types map[string]typeTemplates // by digest type; never written after NewRenderer
+}
+
+type typeTemplates struct {
+	subject *texttemplate.Template
+	text    *texttemplate.Template
+	html    *htmltemplate.Template
+}
+
+// NewRenderer parses the templates of every digest type found in
+// templates.FS.
+func NewRenderer() (*Renderer, error) {
+	names, err := fs.Glob(templates.FS, "*"+templates.SubjectSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names))}
+	for _, n := range names {
+		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
+		var t typeTemplates
+		if t.subject, err = texttemplate.ParseFS(templates.FS, templates.Subject(typ)); err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		if t.text, err = texttemplate.ParseFS(templates.FS, templates.Text(typ)); err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		if t.html, err = htmltemplate.ParseFS(templates.FS, templates.HTML(typ)); err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		r.types[typ] = t
+	}
+	return r, nil
+}
+
+// defaultRenderer parses the embedded templates on first use; Render shares
+// it. The parsed templates never change afterwards.
+var defaultRenderer = sync.OnceValues(NewRenderer)
+
+// Render renders d with a Renderer built once from the embedded templates.
+func Render(d *Digest) (Rendered, error) {
+	r, err := defaultRenderer()
+	if err != nil {
+		return Rendered{}, err
+	}
+	return r.Render(d)
+}
+
+// ErrUnknownType is returned by Render for a digest type without templates.
+var ErrUnknownType = errors.New("no templates for digest type")
+
+// Render renders d with the templates of its type (Identity.Type). A digest
+// without activity renders too, saying there was none.
+func (r *Renderer) Render(d *Digest) (Rendered, error) {
+	t, ok := r.types[d.Identity.Type]
+	if !ok {
+		return Rendered{}, fmt.Errorf("render %q: %w", d.Identity.Type, ErrUnknownType)
+	}
+	v, err := newView(d)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
+	}
+	var out Rendered
+	var b bytes.Buffer
+	if err := t.subject.Execute(&b, v); err != nil {
+		return Rendered{}, fmt.Errorf("render subject: %w", err)
+	}
+	out.Subject = clean(b.String())
+	v.Subject = out.Subject
+	b.Reset()
+	if err := t.text.Execute(&b, v); err != nil {
+		return Rendered{}, fmt.Errorf("render text: %w", err)
+	}
+	out.Text = b.String()
+	b.Reset()
+	if err := t.html.Execute(&b, v); err != nil {
+		return Rendered{}, fmt.Errorf("render html: %w", err)
+	}
+	out.HTML = b.String()
+	return out, nil
+}
+
+// view is what the templates see: every value formatted and sanitised.
+type view struct {
+	Subject  string // set once the subject is rendered, for the HTML title
+	Week     string // "2026-W48"
+	Range    string // "23–29 Nov 2026"
+	Zone     string // the zone dates are shown in
+	Greeting string
+	Empty    bool
+	Rows     []viewRow
+	Totals   []viewTotal
+	Type     string
+	Version  string
+}
+
+type viewRow struct {
+	Date         string // "Mon 23 Nov"
+	Kind         string // "Card payment"
+	Description  string
+	Amount       string // "-4.50 EUR"
+	AmountPadded string // Amount padded on the left to the widest amount, for the text part
+	Negative     bool
+}
+
+type viewTotal struct {
+	Currency             string
+	Count                int
+	Credits, Debits, Net string
+}
+
+func newView(d *Digest) (*view, error) {
+	loc := d.From.Location()
+	v := &view{
+		Week:    d.Identity.Week.String(),
+		Range:   weekRange(d.From, d.To),
+		Zone:    loc.String(),
+		Empty:   len(d.Activity) == 0,
+		Rows:    make([]viewRow, len(d.Activity)),
+		Totals:  make([]viewTotal, len(d.Totals)),
+		Type:    clean(d.Identity.Type),
+		Version: clean(d.Identity.Version),
+	}
+	v.Greeting = "Hello,"
+	if name := clean(d.Customer.Name); name != "" {
+		v.Greeting = "Hello " + name + ","
+	}
+	width := 0
+	for i, a := range d.Activity {
+		amt, err := FormatAmount(a.AmountMinor, a.Currency)
+		if err != nil {
+			return nil, err
+		}
+		v.Rows[i] = viewRow{
+			Date:        a.OccurredAt.In(loc).Format("Mon _2 Jan"),
+			Kind:        humanKind(a.Kind),
+			Description: clean(a.Description),
+			Amount:      amt,
+			Negative:    a.AmountMinor < 0,
+		}
+		width = max(width, len(amt))
+	}
+	for i := range v.Rows {
+		v.Rows[i].AmountPadded = strings.Repeat(" ", width-len(v.Rows[i].Amount)) + v.Rows[i].Amount
+	}
+	for i, t := range d.Totals {
+		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count}
+		var err error
+		for _, f := range []struct {
+			dst   *string
+			minor int64
+		}{{&vt.Credits, t.CreditMinor}, {&vt.Debits, t.DebitMinor}, {&vt.Net, t.NetMinor}} {
+			if *f.dst, err = FormatAmount(f.minor, t.Currency); err != nil {
+				return nil, err
+			}
+		}
+		v.Totals[i] = vt
+	}
+	return v, nil
+}
+
+// weekRange formats the civil days of [from, to) in from's zone:
+// "23–29 Nov 2026", "30 Nov – 6 Dec 2026" or "28 Dec 2026 – 3 Jan 2027".
+func weekRange(from, to time.Time) string {
+	loc := from.Location()
+	first := from
+	last := to.In(loc).AddDate(0, 0, -1)
+	switch {
+	case first.Year() != last.Year():
+		return first.Format("2 Jan 2006") + " – " + last.Format("2 Jan 2006")
+	case first.Month() != last.Month():
+		return first.Format("2 Jan") + " – " + last.Format("2 Jan 2006")
+	default:
+		return first.Format("2") + "–" + last.Format("2 Jan 2006")
+	}
+}
+
+// humanKind turns a kind such as "card_payment" into "Card payment".
+func humanKind(kind string) string {
+	switch kind {
+	case "transfer_in":
+		return "Transfer received"
+	case "transfer_out":
+		return "Transfer sent"
+	}
+	s := strings.TrimSpace(strings.NewReplacer("_", " ", "-", " ").Replace(clean(kind)))
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return "Activity"
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// clean makes an untrusted string safe to place in a subject or a line of
+// text: invalid UTF-8 becomes U+FFFD, control characters and line or
+// paragraph separators become spaces, bidirectional overrides (which can
+// make text read backwards) are dropped, and the ends are trimmed.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsControl(r), r == '\u2028', r == '\u2029':
+			return ' '
+		case r == '\u061c', r == '\u200e', r == '\u200f', r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+			return -1
+		}
+		return r
+	}, s)
+	return strings.TrimSpace(s)
+}
+
+// ValidCurrency reports whether code is an ISO 4217 currency code known to
+// golang.org/x/text/currency, written as exactly three upper-case letters.
+func ValidCurrency(code string) bool {
+	if len(code) != 3 {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < 'A' || code[i] > 'Z' {
+			return false
+		}
+	}
+	_, err := currency.ParseISO(code)
+	return err == nil
+}
+
+// ErrUnknownCurrency is wrapped by FormatAmount for a code ValidCurrency
+// rejects.
+var ErrUnknownCurrency = errors.New("unknown currency")
+
+// FormatAmount formats an amount in minor units with the currency's own
+// number of decimals (JPY 0, EUR 2, BHD 3, from CLDR via
+// golang.org/x/text/currency), a comma between thousands and the code
+// last: "1,234.56 EUR", "-12.50 EUR", "1,200 JPY". It uses integer
+// arithmetic only.
+func FormatAmount(minor int64, code string) (string, error) {
+	if !ValidCurrency(code) {
+		return "", fmt.Errorf("%w %q", ErrUnknownCurrency, code)
+	}
+	scale, _ := currency.Standard.Rounding(currency.MustParseISO(code))
+	// The magnitude as uint64 also holds -math.MinInt64.
+	mag := uint64(minor)
+	if minor < 0 {
+		mag = -mag
+	}
+	unit := uint64(1)
+	for range scale {
+		unit *= 10
+	}
+	var b strings.Builder
+	if minor < 0 {
+		b.WriteByte('-')
+	}
+	whole := strconv.FormatUint(mag/unit, 10)
+	for i := range len(whole) {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(whole[i])
+	}
+	if scale > 0 {
+		frac := strconv.FormatUint(mag%unit, 10)
+		b.WriteByte('.')
+		b.WriteString(strings.Repeat("0", scale-len(frac)))
+		b.WriteString(frac)
+	}
+	b.WriteByte(' ')
+	b.WriteString(code)
+	return b.String(), nil
+}

@@ -1,0 +1,168 @@
+package digest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// item is one digest travelling through a pass.
+type item struct {
+	d       Digest
+	fp      string
+	keys    []Key
+	enforce bool
+
+	claim ClaimResult // after the claim
+	msg   *Message    // rendered, for a send
+
+	// The end of the claim, for the finisher.
+	fin        Finish
+	reconciled bool
+}
+
+// pass is one scan of the source: read → claim (batched) → send
+// (concurrent) → finish (batched). Stages are joined by bounded channels,
+// so memory is flat in the number of customers and sending never waits
+// for a ledger round trip that a batch can absorb.
+type pass struct {
+	r   *Runner
+	n   int
+	due nextDueTracker
+}
+
+func (p *pass) nextDue() time.Time { return p.due.get() }
+
+func (p *pass) run(ctx context.Context, q SourceQuery) error {
+	cfg := &p.r.Config
+
+	// hard outlives ctx by the grace period: sends under way and the
+	// ledger writes that record them finish after a SIGTERM.
+	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(cfg.Grace, hardCancel)
+		context.AfterFunc(hard, func() { t.Stop() })
+	})
+	defer stopGrace()
+
+	// pctx stops the reader when a later stage fails.
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+
+	items := make(chan *item, cfg.BatchSize)
+	sends := make(chan *item, cfg.Concurrency)
+	done := make(chan *item, cfg.BatchSize)
+
+	errc := make(chan error, 3)
+	go func() { errc <- p.read(pctx, q, items) }()
+	go func() {
+		err := p.claim(pctx, hard, items, sends, done)
+		if err != nil {
+			pcancel()
+		}
+		errc <- err
+	}()
+
+	senders := make(chan struct{}, cfg.Concurrency)
+	for range cfg.Concurrency {
+		go func() {
+			p.sendLoop(ctx, hard, sends, done)
+			senders <- struct{}{}
+		}()
+	}
+	go func() {
+		for range cfg.Concurrency {
+			<-senders
+		}
+		close(done)
+	}()
+	finErr := p.finish(hard, done)
+
+	var first error
+	for range 2 {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = finErr
+	}
+	return first
+}
+
+// read streams the source into items, building each digest.
+func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) error {
+	defer close(items)
+	r, cfg := p.r, &p.r.Config
+	for rec, err := range r.Source.Records(ctx, q) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			var bad *BadRecordError
+			if errors.As(err, &bad) {
+				if p.n == 1 {
+					r.c.skipped.Add(1)
+					cfg.Logger.Warn("bad snapshot record skipped", "where", bad.Where, "field", bad.Field, "err", bad.Err)
+				}
+				continue
+			}
+			return fmt.Errorf("read snapshot: %w", err)
+		}
+		if !q.Shard.Has(rec.Customer.ID) {
+			continue // a source that does not filter shards itself
+		}
+		if p.n == 1 {
+			r.c.digests.Add(1)
+		}
+		d, err := Build(rec, cfg.Spec)
+		if err != nil {
+			if p.n == 1 {
+				if cfg.Lenient {
+					r.c.skipped.Add(1)
+				} else {
+					r.c.invalid.Add(1)
+				}
+				cfg.Logger.Error("digest not built", "err", err)
+			}
+			continue
+		}
+		if d.Empty() && !cfg.SendEmpty {
+			if p.n == 1 {
+				r.c.skipped.Add(1)
+			}
+			continue
+		}
+		it := &item{d: d, fp: d.Fingerprint(), keys: r.Keyring.Candidates(d.Identity)}
+		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || InCohort(rec.Customer.ID, *cfg.EnforcePercent))
+		select {
+		case items <- it:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// gather blocks for one item, then takes whatever else is ready, up to n.
+func gather(ch <-chan *item, n int) []*item {
+	it, ok := <-ch
+	if !ok {
+		return nil
+	}
+	batch := []*item{it}
+	for len(batch) < n {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, it)
+		default:
+			return batch
+		}
+	}
+	return batch
+}

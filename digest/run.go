@@ -1,0 +1,263 @@
+package digest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Mode says whether a run sends.
+type Mode string
+
+// Run modes.
+const (
+	// ModeEnforce: the ledger decides and digests are sent.
+	ModeEnforce Mode = "enforce"
+	// ModeObserve: a dry run. Everything is built and keyed, observations
+	// are recorded with what the ledger would decide; nothing is sent and
+	// no receipt changes.
+	ModeObserve Mode = "observe"
+)
+
+// AmbiguousPolicy says what to do with a claim whose earlier send may have
+// reached the provider when no look-up can tell.
+type AmbiguousPolicy string
+
+// Ambiguous policies.
+const (
+	AmbiguousHold   AmbiguousPolicy = "hold"   // hold for operator review (the default)
+	AmbiguousResend AmbiguousPolicy = "resend" // send again, accepting a possible duplicate
+)
+
+// RunConfig configures one run. The zero value of each optional field has
+// the documented default; Validate reports what is wrong.
+type RunConfig struct {
+	Spec Spec // week, zone, type and content version
+
+	Mode Mode // default ModeEnforce
+	// EnforcePercent, with ModeEnforce, enforces for a stable percentage of
+	// customers (InCohort) and observes the rest: a cohort rollout. Nil
+	// means 100.
+	EnforcePercent *int
+	Shard          Shard
+	Ambiguous      AmbiguousPolicy // default AmbiguousHold
+
+	Lease time.Duration // claim lease; default 10 minutes
+	// Deadline bounds the retry passes: rows that come due before it are
+	// retried in this run. Zero means no retry pass.
+	Deadline time.Time
+	// Grace is how long in-flight sends and their ledger writes may take
+	// after the context is cancelled (SIGTERM). Default 20s.
+	Grace time.Duration
+
+	Concurrency int // parallel sends; default 4
+	BatchSize   int // keys per ledger round trip; default 100
+
+	SendEmpty bool // send digests with no activity (default: skip them)
+	Lenient   bool // skip bad source records instead of refusing the run
+
+	ReplayHorizon time.Duration // for the repeat report; default 90 days
+	Backoff       Backoff
+
+	RunID  string                                           // transport identity, for the history only
+	Now    func() time.Time                                 // default time.Now
+	Sleep  func(ctx context.Context, d time.Duration) error // default: a timer
+	Logger *slog.Logger                                     // default: discard
+}
+
+// ErrConfig is wrapped by RunConfig.Validate's errors.
+var ErrConfig = errors.New("invalid run configuration")
+
+func (c *RunConfig) setDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeEnforce
+	}
+	if c.Ambiguous == "" {
+		c.Ambiguous = AmbiguousHold
+	}
+	if c.Lease == 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.Grace == 0 {
+		c.Grace = 20 * time.Second
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 100
+	}
+	if c.ReplayHorizon == 0 {
+		c.ReplayHorizon = 90 * 24 * time.Hour
+	}
+	if c.Spec.Location == nil {
+		c.Spec.Location = time.UTC
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepCtx
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate applies defaults and checks the configuration.
+func (c *RunConfig) Validate() error {
+	c.setDefaults()
+	probe := Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
+	switch err := probe.Validate(); {
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	case c.Mode != ModeEnforce && c.Mode != ModeObserve:
+		return fmt.Errorf("%w: mode %q: want enforce or observe", ErrConfig, c.Mode)
+	case c.EnforcePercent != nil && (*c.EnforcePercent < 0 || *c.EnforcePercent > 100):
+		return fmt.Errorf("%w: cohort %d%%: want 0 to 100", ErrConfig, *c.EnforcePercent)
+	case c.Ambiguous != AmbiguousHold && c.Ambiguous != AmbiguousResend:
+		return fmt.Errorf("%w: ambiguous policy %q: want hold or resend", ErrConfig, c.Ambiguous)
+	case c.Shard.Count > 1 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count):
+		return fmt.Errorf("%w: shard %d/%d: index must be 0 to %d", ErrConfig, c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
+	case c.Lease < time.Second:
+		return fmt.Errorf("%w: lease %s: at least 1s", ErrConfig, c.Lease)
+	case c.Concurrency < 1 || c.Concurrency > 256:
+		return fmt.Errorf("%w: concurrency %d: want 1 to 256", ErrConfig, c.Concurrency)
+	case c.BatchSize < 1 || c.BatchSize > 1000:
+		return fmt.Errorf("%w: batch size %d: want 1 to 1000", ErrConfig, c.BatchSize)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Runner runs one week: it streams the snapshot, claims each digest's key
+// in the ledger, sends what it may, and records every outcome.
+type Runner struct {
+	Ledger   Ledger
+	Mailer   Mailer // nil only in ModeObserve
+	Lookup   Lookup // nil: no provider look-up; RunConfig.Ambiguous decides
+	Source   Source
+	Keyring  *Keyring
+	Renderer *Renderer
+	Config   RunConfig
+
+	c   counters
+	lat LatencyHistogram
+}
+
+// Progress returns the counters so far; safe to call while Run runs.
+func (r *Runner) Progress() Summary { return r.c.snapshot() }
+
+// Run runs the week to the end, through retry passes until nothing is
+// pending or the next due row lies past the deadline. Cancelling ctx stops
+// claiming; sends already under way finish and are recorded within the
+// grace period, and the summary is marked Interrupted.
+//
+// The error is non-nil when the run could not proceed (ledger, source or
+// configuration); the summary still counts what was done.
+func (r *Runner) Run(ctx context.Context) (Summary, error) {
+	cfg := &r.Config
+	if err := cfg.Validate(); err != nil {
+		return Summary{}, err
+	}
+	if r.Ledger == nil || r.Source == nil || r.Keyring == nil || r.Renderer == nil {
+		return Summary{}, fmt.Errorf("%w: runner needs a ledger, a source, a keyring and a renderer", ErrConfig)
+	}
+	if r.Mailer == nil && (cfg.Mode != ModeObserve) {
+		return Summary{}, fmt.Errorf("%w: enforce mode needs a mailer", ErrConfig)
+	}
+	start := cfg.Now()
+	sum, err := r.run(ctx)
+	sum.Duration = cfg.Now().Sub(start)
+	sum.ClaimP50, sum.ClaimP99 = r.lat.Quantile(0.50), r.lat.Quantile(0.99)
+	if ctx.Err() != nil {
+		sum.Interrupted = true
+	}
+	return sum, err
+}
+
+func (r *Runner) run(ctx context.Context) (Summary, error) {
+	cfg := &r.Config
+	log := cfg.Logger
+	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	asOf, err := r.Ledger.PinSnapshot(ctx, pin, cfg.Now())
+	r.c.ledgerCalls.Add(1)
+	if err != nil {
+		return r.c.snapshot(), fmt.Errorf("pin snapshot: %w", err)
+	}
+	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
+		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf, "run_id", cfg.RunID)
+
+	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
+		if err := ch.Check(ctx); err != nil {
+			return r.c.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
+		}
+	}
+
+	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
+	passes := 0
+	for {
+		passes++
+		p := &pass{r: r, n: passes}
+		r.c.pending.Store(0)
+		if err := p.run(ctx, q); err != nil {
+			s := r.c.snapshot()
+			s.Passes = passes
+			return s, err
+		}
+		next := p.nextDue()
+		pending := r.c.pending.Load()
+		if pending == 0 || ctx.Err() != nil || next.IsZero() || cfg.Deadline.IsZero() || next.After(cfg.Deadline) {
+			if pending > 0 && ctx.Err() == nil {
+				log.Info("rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
+			}
+			break
+		}
+		wait := next.Sub(cfg.Now())
+		log.Info("retry pass scheduled", "pending", pending, "in", wait.Round(time.Millisecond), "pass", passes+1)
+		if wait > 0 {
+			if err := cfg.Sleep(ctx, wait); err != nil {
+				break
+			}
+		}
+	}
+	s := r.c.snapshot()
+	s.Passes = passes
+	return s, nil
+}
+
+// nextDueTracker keeps the earliest time a pending row becomes claimable.
+type nextDueTracker struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (t *nextDueTracker) offer(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	t.mu.Lock()
+	if t.at.IsZero() || at.Before(t.at) {
+		t.at = at
+	}
+	t.mu.Unlock()
+}
+
+func (t *nextDueTracker) get() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.at
+}

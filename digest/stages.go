@@ -1,0 +1,362 @@
+package digest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// claim takes items in batches, claims them in one ledger call per batch,
+// and routes each by outcome. Claims whose send is about to start are
+// marked in one more call per batch before they are handed to the senders.
+func (p *pass) claim(ctx, hard context.Context, items <-chan *item, sends, done chan<- *item) error {
+	defer close(sends)
+	r, cfg := p.r, &p.r.Config
+	for {
+		batch := gather(items, cfg.BatchSize)
+		if batch == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			continue // interrupted: drain, claim nothing more
+		}
+		var enforce, observe []*item
+		for _, it := range batch {
+			if it.enforce {
+				enforce = append(enforce, it)
+			} else if p.n == 1 {
+				observe = append(observe, it)
+			}
+		}
+		if err := p.observe(ctx, observe); err != nil {
+			return err
+		}
+		if len(enforce) == 0 {
+			continue
+		}
+		reqs := make([]ClaimRequest, len(enforce))
+		for i, it := range enforce {
+			reqs[i] = ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
+		}
+		t0 := time.Now()
+		res, err := r.Ledger.Claim(ctx, reqs)
+		r.lat.Observe(time.Since(t0), len(reqs))
+		r.c.ledgerCalls.Add(1)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return fmt.Errorf("claim: %w", err)
+		}
+		var start []*item
+		for i, it := range enforce {
+			it.claim = res[i]
+			if p.route(it, done) {
+				start = append(start, it)
+			}
+		}
+		if err := p.startSending(ctx, hard, start, sends, done); err != nil {
+			return err
+		}
+	}
+}
+
+// route counts a claim outcome and reports whether the item goes on to be
+// sent. Maybe-sent claims go to a sender directly, which looks up first.
+func (p *pass) route(it *item, done chan<- *item) (start bool) {
+	r, cfg := p.r, &p.r.Config
+	c, first := &r.c, p.n == 1
+	res := it.claim
+	switch res.Outcome {
+	case OutcomeClaimed:
+		if err := p.render(it); err != nil {
+			it.fin = p.finishFor(it, StateFailed, "render: "+err.Error())
+			done <- it
+			return false
+		}
+		if !res.MaybeSent || cfg.Ambiguous == AmbiguousResend && r.Lookup == nil {
+			return true
+		}
+		if r.Lookup == nil {
+			it.fin = p.finishFor(it, StateHeld, "may have reached the provider; no look-up configured")
+			done <- it
+			return false
+		}
+		return true // the sender looks up first
+	case OutcomeAlreadySent:
+		if first {
+			c.duplicates.Add(1)
+			if !res.SentAt.IsZero() {
+				c.dupAges[AgeBucket(cfg.Now().Sub(res.SentAt), cfg.ReplayHorizon)].Add(1)
+			}
+		}
+	case OutcomeBusy, OutcomeNotDue:
+		c.pending.Add(1)
+		p.due.offer(res.NextAttempt)
+	case OutcomeQuarantined:
+		if first {
+			c.quarantined.Add(1)
+			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fp)
+		}
+	case OutcomeHeld:
+		if first {
+			c.held.Add(1)
+		}
+	case OutcomeFailed:
+		if first {
+			c.failed.Add(1)
+		}
+	default:
+		cfg.Logger.Error("unknown claim outcome", "key", string(res.Key), "outcome", int(res.Outcome))
+	}
+	return false
+}
+
+func (p *pass) render(it *item) error {
+	out, err := p.r.Renderer.Render(&it.d)
+	if err != nil {
+		return err
+	}
+	it.msg = &Message{
+		Key:     it.claim.Key,
+		To:      Address{Name: it.d.Customer.Name, Email: it.d.Customer.Email},
+		Subject: out.Subject,
+		Text:    out.Text,
+		HTML:    out.HTML,
+	}
+	return nil
+}
+
+func (p *pass) finishFor(it *item, s State, reason string) Finish {
+	return Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.r.Config.RunID}
+}
+
+// startSending marks the batch's fresh claims as sending in one ledger call
+// and hands them to the senders. Maybe-sent claims skip the mark here: the
+// sender marks each one after its look-up says "not found".
+func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, done chan<- *item) error {
+	if len(start) == 0 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		// Interrupted between claim and send: give the claims back now,
+		// so the next run need not wait for the lease.
+		for _, it := range start {
+			p.release(it)
+			done <- it
+		}
+		return nil
+	}
+	var fresh []*item
+	var fences []Fence
+	for _, it := range start {
+		if it.claim.MaybeSent && p.r.Lookup != nil {
+			continue
+		}
+		fresh = append(fresh, it)
+		fences = append(fences, Fence{Key: it.claim.Key, Token: it.claim.Token})
+	}
+	if len(fences) > 0 {
+		errs, err := p.r.Ledger.StartSending(hard, fences)
+		p.r.c.ledgerCalls.Add(1)
+		if err != nil {
+			// The claims stay "claimed, send not started": the next run
+			// takes them over when the lease ends and sends without review.
+			return fmt.Errorf("mark sending: %w", err)
+		}
+		for i, it := range fresh {
+			if errs[i] != nil {
+				it.claim.Token = -1 // lost: never send
+				p.lost(it, errs[i])
+			}
+		}
+	}
+	for _, it := range start {
+		if it.claim.Token != -1 {
+			sends <- it
+		}
+	}
+	return nil
+}
+
+func (p *pass) lost(it *item, err error) {
+	p.r.c.lost.Add(1)
+	p.r.Config.Logger.Error("claim lost to another run; not sent by this one", "key", string(it.claim.Key), "err", err)
+}
+
+// release gives an unsent claim back: retryable, due now. A claim that was
+// maybe-sent stays so.
+func (p *pass) release(it *item) {
+	it.fin = p.finishFor(it, StateRetryable, "interrupted before the send")
+	it.fin.NextAttempt = p.r.Config.Now()
+	it.fin.MaybeSent = it.claim.MaybeSent
+}
+
+func (p *pass) sendLoop(ctx, hard context.Context, sends <-chan *item, done chan<- *item) {
+	for it := range sends {
+		p.deliver(ctx, hard, it)
+		done <- it
+	}
+}
+
+// deliver looks up a maybe-sent claim, then sends, and sets the item's
+// Finish from the result.
+func (p *pass) deliver(ctx, hard context.Context, it *item) {
+	r, cfg := p.r, &p.r.Config
+	if it.claim.MaybeSent && r.Lookup != nil {
+		ref, found, err := r.Lookup.Lookup(hard, it.claim.Key)
+		switch {
+		case err != nil:
+			it.fin = p.finishFor(it, StateRetryable, "look-up failed: "+err.Error())
+			it.fin.MaybeSent = true
+			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
+			cfg.Logger.Warn("look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
+			return
+		case found:
+			it.fin = p.finishFor(it, StateSent, "reconciled by look-up")
+			it.fin.ProviderRef = ref
+			it.reconciled = true
+			cfg.Logger.Info("reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
+			return
+		}
+		if ctx.Err() == nil {
+			errs, err := r.Ledger.StartSending(hard, []Fence{{Key: it.claim.Key, Token: it.claim.Token}})
+			r.c.ledgerCalls.Add(1)
+			if err == nil && errs[0] != nil {
+				err = errs[0]
+			}
+			if err != nil {
+				if errors.Is(err, ErrStaleClaim) {
+					p.lost(it, err)
+				} else {
+					cfg.Logger.Error("mark sending failed; left for the next run", "key", string(it.claim.Key), "err", err)
+				}
+				return // no Finish: the ledger keeps what it had
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		p.release(it)
+		return
+	}
+	ref, err := r.Mailer.Send(hard, it.msg)
+	if err == nil {
+		it.fin = p.finishFor(it, StateSent, "")
+		it.fin.ProviderRef = ref
+		return
+	}
+	switch ClassOf(err) {
+	case ClassTemporary:
+		it.fin = p.finishFor(it, StateRetryable, err.Error())
+		it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
+	case ClassPermanent:
+		it.fin = p.finishFor(it, StateFailed, err.Error())
+		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "err", err)
+	default:
+		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
+			it.fin = p.finishFor(it, StateHeld, "ambiguous send: "+err.Error())
+		} else {
+			it.fin = p.finishFor(it, StateRetryable, "ambiguous send: "+err.Error())
+			it.fin.MaybeSent = true
+			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, time.Time{})
+		}
+		cfg.Logger.Warn("send may have reached the provider", "key", string(it.claim.Key), "err", err)
+	}
+}
+
+// finish records outcomes in batches, one ledger call per batch.
+func (p *pass) finish(hard context.Context, done <-chan *item) error {
+	r, cfg := p.r, &p.r.Config
+	var first error
+	for {
+		batch := gather(done, cfg.BatchSize)
+		if batch == nil {
+			return first
+		}
+		var fs []Finish
+		var its []*item
+		for _, it := range batch {
+			if it.fin.State != "" {
+				fs = append(fs, it.fin)
+				its = append(its, it)
+			}
+		}
+		if len(fs) == 0 {
+			continue
+		}
+		errs, err := r.Ledger.Finish(hard, fs)
+		r.c.ledgerCalls.Add(1)
+		if err != nil {
+			// The sends happened; their claims stay marked as sending, so
+			// the next run looks each one up before sending again.
+			cfg.Logger.Error("recording outcomes failed", "count", len(fs), "err", err)
+			if first == nil {
+				first = fmt.Errorf("finish: %w", err)
+			}
+			continue
+		}
+		for i, it := range its {
+			if errs[i] != nil {
+				p.lost(it, errs[i])
+				continue
+			}
+			p.count(it)
+		}
+	}
+}
+
+func (p *pass) count(it *item) {
+	c := &p.r.c
+	switch it.fin.State {
+	case StateSent:
+		if it.reconciled {
+			c.reconciled.Add(1)
+		} else {
+			c.sent.Add(1)
+		}
+	case StateRetryable:
+		if it.fin.Reason != "interrupted before the send" {
+			c.retryable.Add(1)
+		}
+		c.pending.Add(1)
+		p.due.offer(it.fin.NextAttempt)
+	case StateFailed:
+		c.failed.Add(1)
+	case StateHeld:
+		c.held.Add(1)
+		p.r.Config.Logger.Warn("held for review", "key", string(it.fin.Key), "reason", it.fin.Reason)
+	}
+}
+
+// observe records an observe-mode batch: what the ledger would decide, and
+// how long ago each key was last seen.
+func (p *pass) observe(ctx context.Context, its []*item) error {
+	if len(its) == 0 {
+		return nil
+	}
+	r, cfg := p.r, &p.r.Config
+	obs := make([]Observation, len(its))
+	for i, it := range its {
+		obs[i] = Observation{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID}
+	}
+	res, err := r.Ledger.Observe(ctx, obs)
+	r.c.ledgerCalls.Add(1)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("observe: %w", err)
+	}
+	now := cfg.Now()
+	for _, o := range res {
+		r.c.observed.Add(1)
+		if int(o.Would) < len(r.c.would) {
+			r.c.would[o.Would].Add(1)
+		}
+		if !o.PreviousAt.IsZero() {
+			r.c.repeats[AgeBucket(now.Sub(o.PreviousAt), cfg.ReplayHorizon)].Add(1)
+		}
+	}
+	return nil
+}

@@ -120,7 +120,9 @@ func validateKeyID(kid string) error {
 	}
 	for _, c := range kid {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("key id %q may hold only letters, digits, '-', '_' and '.'", kid)
+			// The id is not quoted: in a mistyped keyring entry it may be
+			// (part of) a secret.
+			return errors.New("key id may hold only letters, digits, '-', '_' and '.'")
 		}
 	}
 	return nil

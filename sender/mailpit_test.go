@@ -1,0 +1,198 @@
+package sender_test
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/mailpittest"
+	"github.com/weeklydigest/digest/sender"
+)
+
+func newMailpitMailer(t *testing.T, mp *mailpittest.Server, url string) *sender.SMTPMailer {
+	t.Helper()
+	cfg, err := sender.ParseSMTPURL(strings.ReplaceAll(url, "ADDR", mp.SMTPAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sender.NewSMTPMailer(sender.MailerConfig{
+		SMTP:            cfg,
+		From:            digest.Address{Name: "Wöchentlicher Digest", Email: "digest@mail.example.com"},
+		ListUnsubscribe: "<mailto:unsubscribe@mail.example.com>",
+		Timeout:         5 * time.Second,
+		HELO:            "localhost",
+		Now:             func() time.Time { return time.Date(2026, 8, 10, 7, 0, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func TestMailpitSendThenLookup(t *testing.T) {
+	t.Parallel()
+	mp := mailpittest.Start(t)
+	ctx := ctxT(t)
+	// Authenticate to check the password reaches the server; Mailpit
+	// accepts any, and go-mail allows PLAIN without TLS to 127.0.0.1 only.
+	m := newMailpitMailer(t, mp, "smtp://user:s3cret@ADDR?tls=none&auth=plain")
+	lookup, err := sender.ParseLookupURL("mailpit+"+mp.APIURL(), sender.LookupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	key := testKey("Kid.2026_a", '7')
+	msg := testMessage(key)
+	msg.To.Name = "Zoë Müller"
+	msg.Subject = "Ihre Woche: 3 Zahlungen ✓"
+	msg.HTML = `<p>Hello &lt;script&gt;alert(1)&lt;/script&gt; &amp; more</p>`
+	if _, found, err := lookup.Lookup(ctx, key); err != nil || found {
+		t.Fatalf("Lookup before send = %v, %v; want not found", found, err)
+	}
+	if _, err := m.Send(ctx, msg); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	ref, found, err := lookup.Lookup(ctx, key)
+	if err != nil || !found {
+		t.Fatalf("Lookup after send = %q, %v, %v; want found", ref, found, err)
+	}
+	// Another key of the same kid must not match.
+	if _, found, err := lookup.Lookup(ctx, testKey("Kid.2026_a", '8')); err != nil || found {
+		t.Fatalf("Lookup of another key = %v, %v; want not found", found, err)
+	}
+
+	raw, err := mp.Raw(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("received message does not parse: %v", err)
+	}
+	h := parsed.Header
+	dec := new(mime.WordDecoder)
+	subject, _ := dec.DecodeHeader(h.Get("Subject"))
+	to, _ := h.AddressList("To")
+	from, _ := h.AddressList("From")
+	for _, c := range []struct{ name, got, want string }{
+		{"Subject", subject, msg.Subject},
+		{"Message-ID", h.Get("Message-ID"), "<" + key.Hex() + "@mail.example.com>"},
+		{sender.HeaderKey, h.Get(sender.HeaderKey), string(key)},
+		{sender.HeaderPostmarkKey, h.Get(sender.HeaderPostmarkKey), string(key)},
+		{"List-Unsubscribe", h.Get("List-Unsubscribe"), "<mailto:unsubscribe@mail.example.com>"},
+		{"Date", h.Get("Date"), "Mon, 10 Aug 2026 07:00:00 +0000"},
+		{"To", fmtAddrs(to), "Zoë Müller <ada@example.net>"},
+		{"From", fmtAddrs(from), "Wöchentlicher Digest <digest@mail.example.com>"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	text, html := alternativeParts(t, parsed)
+	if !strings.Contains(text, "3 payments this week.") {
+		t.Errorf("text part = %q", text)
+	}
+	if !strings.Contains(html, msg.HTML) {
+		t.Errorf("html part = %q, want it to contain the escaped HTML %q", html, msg.HTML)
+	}
+}
+
+func fmtAddrs(as []*mail.Address) string {
+	var s []string
+	for _, a := range as {
+		s = append(s, a.Name+" <"+a.Address+">")
+	}
+	return strings.Join(s, ", ")
+}
+
+// alternativeParts checks the body is multipart/alternative with exactly a
+// text/plain part then a text/html part, and returns both decoded.
+func alternativeParts(t *testing.T, msg *mail.Message) (text, html string) {
+	t.Helper()
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/alternative" {
+		t.Fatalf("Content-Type = %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	var types, bodies []string
+	for {
+		p, err := r.NextRawPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		var body io.Reader = p
+		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
+			body = quotedprintable.NewReader(p)
+		}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ct)
+		bodies = append(bodies, string(b))
+	}
+	if strings.Join(types, ",") != "text/plain,text/html" {
+		t.Fatalf("parts = %v, want text/plain then text/html", types)
+	}
+	return bodies[0], bodies[1]
+}
+
+func TestMailpitHeaderInjection(t *testing.T) {
+	t.Parallel()
+	mp := mailpittest.Start(t)
+	ctx := ctxT(t)
+	m := newMailpitMailer(t, mp, "smtp://ADDR?tls=none")
+	cases := []struct {
+		name string
+		edit func(*digest.Message)
+	}{
+		{"CRLF in subject", func(m *digest.Message) { m.Subject = "Hi\r\nX-Injected: subject\r\nBcc: evil@attacker.test" }},
+		{"LF in subject", func(m *digest.Message) { m.Subject = "Hi\nX-Injected: subject" }},
+		{"CRLF in name", func(m *digest.Message) { m.To.Name = "Ada\r\nX-Injected: name\r\nBcc: evil@attacker.test" }},
+		{"CR in name", func(m *digest.Message) { m.To.Name = "Ada\rX-Injected: name" }},
+		{"quote and CRLF in name", func(m *digest.Message) { m.To.Name = "Ada\" <x@y>\r\nX-Injected: q" }},
+	}
+	for i, c := range cases {
+		msg := testMessage(testKey("inj", "0123456789"[i]))
+		c.edit(msg)
+		if _, err := m.Send(ctx, msg); err != nil {
+			t.Fatalf("%s: Send: %v", c.name, err)
+		}
+	}
+	msgs, err := mp.Messages(ctx)
+	if err != nil || len(msgs) != len(cases) {
+		t.Fatalf("Mailpit has %d messages (%v), want %d", len(msgs), err, len(cases))
+	}
+	for _, s := range msgs {
+		raw, err := mp.Raw(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := mail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("message %s does not parse: %v", s.ID, err)
+		}
+		if v := parsed.Header.Get("X-Injected"); v != "" {
+			t.Errorf("message %q: injected header X-Injected: %q", s.Subject, v)
+		}
+		if v := parsed.Header.Get("Bcc"); v != "" {
+			t.Errorf("message %q: injected Bcc: %q", s.Subject, v)
+		}
+		to, err := parsed.Header.AddressList("To")
+		if err != nil || len(to) != 1 || to[0].Address != "ada@example.net" {
+			t.Errorf("message %q: To = %v (%v), want only ada@example.net", s.Subject, to, err)
+		}
+	}
+}

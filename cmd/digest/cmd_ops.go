@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+)
+
+const migrateHelp = `Usage: digest migrate
+
+Creates or upgrades the ledger schema: PostgreSQL at DIGEST_DATABASE_URL, or
+the embedded SQLite file DIGEST_LEDGER_PATH. Safe to run twice, and from two
+pods at once (a lock and a version table). Run it before deploying a new
+version; "digest run" migrates the embedded SQLite ledger by itself.
+
+Examples:
+  DIGEST_DATABASE_URL=postgres://digest_owner@db/app digest migrate
+  digest migrate --ledger-path ./digest.db
+`
+
+func cmdMigrate(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "migrate", migrateHelp)
+	st := register(fs, env, gLedger, gLog)
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	log := newLogger(env, st)
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
+	if err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	log.Info("ledger schema is up to date")
+	return nil
+}
+
+// noArgs parses flags and refuses positional arguments.
+func noArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
+const statusHelp = `Usage: digest status [--week YYYY-Www]
+
+Prints the receipts of a week by state, the age of the oldest claimed and
+oldest retryable receipt, and how often observed keys repeated (observe
+mode). Held and quarantined receipts need an operator: "digest review list".
+
+Examples:
+  digest status                 # the week before now
+  digest status --week 2026-W48
+`
+
+func cmdStatus(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "status", statusHelp)
+	st := register(fs, env, gLedger, gDigest, gLog)
+	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	w, err := weekOrPrevious(st, *week)
+	if err != nil {
+		return err
+	}
+	store, err := openLedger(ctx, st, newLogger(env, st))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	c, err := store.Counts(ctx, w)
+	if err != nil {
+		return err
+	}
+	rep, err := store.Repeats(ctx, w, 90*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "week\t%s\n", w)
+	var total int64
+	for _, s := range []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined} {
+		fmt.Fprintf(tw, "%s\t%d\n", s, c.ByState[s])
+		total += c.ByState[s]
+	}
+	fmt.Fprintf(tw, "total\t%d\n", total)
+	fmt.Fprintf(tw, "oldest claimed\t%s\n", age(c.OldestClaimed))
+	fmt.Fprintf(tw, "oldest retryable\t%s\n", age(c.OldestRetryable))
+	fmt.Fprintf(tw, "needs review\t%d\n", c.ByState[digest.StateHeld]+c.ByState[digest.StateQuarantined])
+	if rep.Observations > 0 {
+		fmt.Fprintf(tw, "observations\t%d of %d keys\n", rep.Observations, rep.Keys)
+		fmt.Fprintf(tw, "repeats under 5m / same day / later / beyond horizon\t%d / %d / %d / %d\n", rep.UnderFiveMin, rep.SameDay, rep.Later, rep.BeyondHorizon)
+	}
+	return tw.Flush()
+}
+
+func age(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Second).String()
+}
+
+func weekOrPrevious(st *settings, week string) (digest.ISOWeek, error) {
+	if week != "" {
+		w, err := digest.ParseISOWeek(week)
+		if err != nil {
+			return w, usagef("--week: %v", err)
+		}
+		return w, nil
+	}
+	loc, err := st.location()
+	if err != nil {
+		return digest.ISOWeek{}, err
+	}
+	return digest.PreviousWeekOf(time.Now(), loc), nil
+}
+
+const pruneHelp = `Usage: digest prune --older-than DURATION [--dry-run] [--include-held] [--include-quarantined]
+
+Deletes receipts (with their history) and observations older than the
+replay horizon: once a week can no longer be replayed, its receipts have
+done their job. Held and quarantined receipts are kept whatever their age
+unless named. Prints how many receipts went (or, with --dry-run, would go).
+DURATION takes Go units and days: 2160h, 90d.
+
+Examples:
+  digest prune --older-than 90d --dry-run
+  digest prune --older-than 90d
+`
+
+func cmdPrune(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "prune", pruneHelp)
+	st := register(fs, env, gLedger, gLog)
+	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h (required)")
+	dry := fs.Bool("dry-run", false, "count, delete nothing")
+	held := fs.Bool("include-held", false, "also delete held receipts")
+	quar := fs.Bool("include-quarantined", false, "also delete quarantined receipts")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	d, err := parseAge(*olderThan)
+	if err != nil {
+		return err
+	}
+	store, err := openLedger(ctx, st, newLogger(env, st))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n, err := store.Prune(ctx, ledger.PruneRequest{Before: time.Now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	if err != nil {
+		return err
+	}
+	verb := "pruned"
+	if *dry {
+		verb = "would prune"
+	}
+	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, n, *olderThan)
+	return nil
+}
+
+// parseAge reads a Go duration or a whole number of days ("90d").
+func parseAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, usagef("--older-than is required, e.g. --older-than 90d")
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 && n < 100000 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, usagef("--older-than %q: want a positive duration such as 90d or 2160h", s)
+}
+
+const reviewHelp = `Usage:
+  digest review list [--state held|quarantined] [--week YYYY-Www] [--limit N]
+  digest review show KEY
+  digest review release KEY --reason TEXT [--by NAME]
+  digest review mark-sent KEY --ref PROVIDER_REF --reason TEXT [--by NAME]
+
+Operator work on receipts that wait for a person. A held receipt is a send
+that may have reached the provider when nobody could tell: find the message
+at the provider by its key (the Message-ID and the X-Digest-Key header carry
+it), then either mark it sent with the provider's reference, or release it
+so that the next run sends it. A quarantined receipt's snapshot changed
+under an existing key: investigate the source; release adopts the new
+content if the old one was never sent. Every action is recorded in the
+receipt's history with who and why. KEY is what "digest key" prints.
+
+Examples:
+  digest review list
+  digest review show k1:3f2a...
+  digest review release k1:3f2a... --reason "not in provider logs (ticket OPS-142)"
+  digest review mark-sent k1:3f2a... --ref 0a1b2c --reason "found in provider activity"
+`
+
+func cmdReview(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "review", reviewHelp)
+	st := register(fs, env, gLedger, gLog)
+	state := fs.String("state", "", "list only this state (default: held and quarantined)")
+	week := fs.String("week", "", "list only this ISO week")
+	limit := fs.Int("limit", 100, "list at most this many")
+	reason := fs.String("reason", "", "why (required for release and mark-sent; kept in the history)")
+	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
+	ref := fs.String("ref", "", "the provider's reference of the message (mark-sent)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("want a subcommand: list, show, release or mark-sent")
+	}
+	sub, rest := pos[0], pos[1:]
+	var key digest.Key
+	if sub != "list" {
+		if len(rest) != 1 {
+			return usagef("%s wants one KEY", sub)
+		}
+		if key, err = digest.ParseKey(rest[0]); err != nil {
+			return usagef("%v", err)
+		}
+	} else if len(rest) > 0 {
+		return usagef("list takes no arguments")
+	}
+	if (sub == "release" || sub == "mark-sent") && strings.TrimSpace(*reason) == "" {
+		return usagef("%s needs --reason: the history keeps why", sub)
+	}
+	if *by == "" {
+		*by = "operator"
+	}
+	store, err := openLedger(ctx, st, newLogger(env, st))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	act := ledger.Action{By: *by, Reason: *reason}
+	switch sub {
+	case "list":
+		return reviewList(ctx, env, store, *state, *week, *limit)
+	case "show":
+		return reviewShow(ctx, env, store, key)
+	case "release":
+		if err := store.Release(ctx, key, act); err != nil {
+			return reviewErr(key, err)
+		}
+		fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
+		return nil
+	case "mark-sent":
+		if *ref == "" {
+			return usagef("mark-sent needs --ref: the provider's reference of the message")
+		}
+		if err := store.MarkSent(ctx, key, *ref, act); err != nil {
+			return reviewErr(key, err)
+		}
+		fmt.Fprintf(env.Stdout, "marked %s sent as %s\n", key, *ref)
+		return nil
+	}
+	return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+}
+
+func reviewErr(key digest.Key, err error) error {
+	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrWrongState) || errors.Is(err, ledger.ErrWasSent) {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s: %w", key, err)}
+	}
+	return err
+}
+
+func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week string, limit int) error {
+	var w digest.ISOWeek
+	if week != "" {
+		var err error
+		if w, err = digest.ParseISOWeek(week); err != nil {
+			return usagef("--week: %v", err)
+		}
+	}
+	states := []digest.State{digest.StateHeld, digest.StateQuarantined}
+	if state != "" {
+		states = []digest.State{digest.State(state)}
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tSTATE\tWEEK\tATTEMPTS\tUPDATED\tLAST ERROR")
+	n := 0
+	for _, s := range states {
+		rs, err := store.List(ctx, ledger.ListFilter{State: s, Week: w, Limit: limit})
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			n++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Key, r.State, r.Week, r.Attempts, r.UpdatedAt.UTC().Format(time.RFC3339), oneLine(r.LastError))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n == 0 {
+		fmt.Fprintln(env.Stdout, "nothing waits for review")
+	}
+	return nil
+}
+
+func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Key) error {
+	r, events, err := store.Show(ctx, key)
+	if err != nil {
+		return reviewErr(key, err)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, kv := range [][2]string{
+		{"key", string(r.Key)}, {"state", string(r.State)}, {"week", r.Week}, {"fingerprint", r.Fingerprint},
+		{"conflicting fingerprint", r.ConflictFingerprint}, {"attempts", strconv.Itoa(r.Attempts)},
+		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
+		{"next attempt", ts(r.NextAttempt)}, {"sent at", ts(r.SentAt)}, {"provider ref", r.ProviderRef},
+		{"last error", oneLine(r.LastError)}, {"run", r.RunID},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+		}
+	}
+	fmt.Fprintln(tw, "\nHISTORY\t")
+	for _, e := range events {
+		from := string(e.From)
+		if from == "" {
+			from = "(new)"
+		}
+		fmt.Fprintf(tw, "%s\t%s -> %s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), from, e.To, e.RunID, oneLine(e.Detail))
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+const runHelp = `Usage: digest run [--week YYYY-Www] [--mode enforce|observe] [--snapshot FILE.jsonl]
+                  [--shard I/N] [--cohort PCT] [--ambiguous hold|resend] [--deadline DURATION]
+
+Sends one week's digests: for each customer of the snapshot, builds the
+digest, claims its key in the ledger (one winner, however many runs), sends
+it, and records the outcome. A digest already sent is never sent again; a
+send that may have reached the provider before it was recorded is looked up
+at the provider first (DIGEST_LOOKUP_URL; the file outbox looks itself up),
+or held for review.
+
+This is the CronJob's command. The week defaults to the ISO week before now
+in DIGEST_TZ (what a Monday-morning run sends); a backfill is the same
+command with --week. Customers come from --snapshot FILE.jsonl, or else from
+the PostgreSQL relations digest_customers and digest_activity, read as of a
+cutoff pinned by the first run of the week.
+
+Examples:
+  digest run --snapshot examples/snapshot.jsonl --week 2026-W48   # embedded: SQLite + ./outbox
+  digest run                                                      # last week, PostgreSQL + SMTP
+  digest run --week 2026-W40                                      # backfill a week
+  digest run --mode observe --week 2026-W48                       # dry run: sends nothing
+  digest run --cohort 10                                          # enforce for 10%%, observe the rest
+  digest run --shard 2/8                                          # one pod of eight
+  JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
+
+Exit codes: 0 all sent or settled, 1 failure, 2 usage, 3 incomplete (retry
+later), 4 rows need review ("digest review list").
+`
+
+func cmdRun(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "run", strings.ReplaceAll(runHelp, "%%", "%"))
+	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog)
+	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
+	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
+	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
+	shard := fs.String("shard", "", "I/N: only customers of shard I of N; /N takes I from $JOB_COMPLETION_INDEX")
+	cohort := fs.Int("cohort", -1, "enforce for a stable PCT% of customers, observe the rest (0-100)")
+	ambiguous := fs.String("ambiguous", "hold", "with no look-up, a maybe-sent digest is: hold (operator review) or resend")
+	deadline := fs.Duration("deadline", 30*time.Minute, "retry temporary failures that come due within this long from the start; 0: no retry pass")
+	grace := fs.Duration("grace", 20*time.Second, "on SIGTERM, how long sends under way may take to finish and be recorded")
+	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
+	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
+	batch := fs.Int("batch-size", 100, "keys per ledger round trip")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	log := newLogger(env, st)
+
+	cfg, err := runConfig(st, env, *week, *mode, *shard, *cohort, *ambiguous)
+	if err != nil {
+		return err
+	}
+	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
+	if *deadline < 0 {
+		return usagef("--deadline %s: want 0 or a positive duration", *deadline)
+	}
+	if *deadline > 0 {
+		cfg.Deadline = time.Now().Add(*deadline)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if *snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	keyring, err := loadKeyring(st, log)
+	if err != nil {
+		return err
+	}
+	renderer, err := digest.NewRenderer()
+	if err != nil {
+		return err
+	}
+
+	store, err := openLedger(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	source, closeSource, err := openSource(ctx, st, *snap, store)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
+
+	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	if cfg.Mode == digest.ModeEnforce {
+		m, lookup, err := openMailer(st, cfg.Concurrency, log)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		r.Mailer, r.Lookup = m, lookup
+	}
+
+	stopProgress := startProgress(env, r)
+	sum, runErr := r.Run(ctx)
+	stopProgress()
+	report(env, log, &cfg, sum)
+	return runExit(sum, runErr)
+}
+
+// runConfig turns settings and flags into a RunConfig.
+func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (digest.RunConfig, error) {
+	var cfg digest.RunConfig
+	loc, err := st.location()
+	if err != nil {
+		return cfg, err
+	}
+	w := digest.PreviousWeekOf(time.Now(), loc)
+	if week != "" {
+		if w, err = digest.ParseISOWeek(week); err != nil {
+			return cfg, usagef("--week: %v", err)
+		}
+	}
+	lease, err := st.duration("DIGEST_LEASE")
+	if err != nil {
+		return cfg, err
+	}
+	conc, err := st.positiveInt("DIGEST_CONCURRENCY", 256)
+	if err != nil {
+		return cfg, err
+	}
+	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
+	if err != nil {
+		return cfg, err
+	}
+	cfg = digest.RunConfig{
+		Spec:        digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		Mode:        digest.Mode(mode),
+		Shard:       sh,
+		Ambiguous:   digest.AmbiguousPolicy(ambiguous),
+		Lease:       lease,
+		Concurrency: conc,
+		RunID:       newRunID(),
+	}
+	if cohort >= 0 {
+		if mode != string(digest.ModeEnforce) {
+			return cfg, usagef("--cohort goes with --mode enforce (the rest of the customers are observed)")
+		}
+		cfg.EnforcePercent = &cohort
+	}
+	return cfg, nil
+}
+
+// parseShard reads "I/N", or "/N" with I from JOB_COMPLETION_INDEX.
+func parseShard(s, jobIndex string) (digest.Shard, error) {
+	if s == "" {
+		return digest.Shard{}, nil
+	}
+	is, ns, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 1 || n > 10000 {
+		return digest.Shard{}, usagef("--shard %q: want I/N with N from 1 to 10000, e.g. 0/4 (or /4 with JOB_COMPLETION_INDEX set)", s)
+	}
+	src := "--shard"
+	if is == "" {
+		if jobIndex == "" {
+			return digest.Shard{}, usagef("--shard %q: no index before the slash and JOB_COMPLETION_INDEX is unset", s)
+		}
+		is, src = jobIndex, "JOB_COMPLETION_INDEX"
+	}
+	i, err := strconv.Atoi(is)
+	if err != nil || i < 0 || i >= n {
+		return digest.Shard{}, usagef("%s: index %q must be 0 to %d", src, is, n-1)
+	}
+	return digest.Shard{Index: i, Count: n}, nil
+}
+
+// openSource returns the JSON Lines file, or the PostgreSQL source (on the
+// ledger's pool when the ledger is PostgreSQL).
+func openSource(ctx context.Context, st *settings, path string, store ledger.Store) (digest.Source, func(), error) {
+	if path != "" {
+		f, err := snapshot.OpenFile(path)
+		if err != nil {
+			return nil, nil, usagef("--snapshot: %v", err)
+		}
+		return f, func() {}, nil
+	}
+	if pg, ok := store.(*ledger.Postgres); ok {
+		return snapshot.NewPostgres(pg.Pool(), 0), func() {}, nil
+	}
+	pool, err := pgxpool.New(ctx, st.str("DIGEST_DATABASE_URL"))
+	if err != nil {
+		return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
+	}
+	return snapshot.NewPostgres(pool, 0), pool.Close, nil
+}
+
+// runExit maps a run's result to the documented exit codes. A failure
+// outranks a review, which outranks an incomplete run: the next scheduled
+// run finishes an incomplete week by itself, a review needs a person.
+func runExit(sum digest.Summary, err error) error {
+	switch {
+	case err != nil && isUsage(err):
+		return usagef("%v", err)
+	case err != nil:
+		return &exitError{code: ExitFailure, err: err}
+	case sum.Invalid > 0:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%d source records could not be built (see the log); rerun with --lenient to accept that", sum.Invalid)}
+	case sum.NeedsReview():
+		return &exitError{code: ExitReview, err: fmt.Errorf("%d held and %d quarantined receipts need review: digest review list", sum.Held, sum.Quarantined)}
+	case !sum.Complete():
+		why := "deadline reached"
+		if sum.Interrupted {
+			why = "interrupted"
+		}
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("incomplete (%s): %d digests pending; the next run continues", why, sum.Pending)}
+	}
+	return nil
+}
+
+// report logs the summary and, on a terminal, prints it as a table.
+func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary) {
+	msg := "run finished"
+	switch {
+	case cfg.Mode == digest.ModeObserve:
+		msg = "observe run finished: nothing sent, no receipt changed"
+	case sum.Sent == 0 && sum.Reconciled == 0 && sum.Duplicates > 0 && sum.Pending == 0 && !sum.NeedsReview():
+		msg = fmt.Sprintf("nothing to send: all %d digests of %s were already sent", sum.Duplicates, cfg.Spec.Week)
+	}
+	log.Info(msg, "week", cfg.Spec.Week.String(), "summary", sum)
+	if isTerminal(env.Stdout) {
+		printSummary(env, cfg, sum, msg)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+const scheduleHelp = `Usage: digest schedule --cron "SPEC" [-- RUN FLAGS...]
+
+Runs "digest run" on a cron schedule, for hosts without a Kubernetes
+CronJob. SPEC has five fields (minute hour day-of-month month day-of-week)
+and may start with CRON_TZ=Area/City; without it DIGEST_TZ applies. A run
+never starts while the previous one is still going (that tick is skipped and
+logged). SIGTERM stops the schedule: a run under way stops claiming and
+finishes its sends within its grace period. Flags after -- go to each run.
+
+Examples:
+  digest schedule --cron "0 6 * * MON"
+  digest schedule --cron "CRON_TZ=Europe/Berlin 0 6 * * MON" -- --deadline 2h
+`
+
+func cmdSchedule(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "schedule", scheduleHelp)
+	st := register(fs, env, gDigest, gLog)
+	spec := fs.String("cron", "", "cron schedule, e.g. \"0 6 * * MON\" (required)")
+	runArgs, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *spec == "" {
+		return usagef("--cron is required, e.g. --cron \"0 6 * * MON\"")
+	}
+	loc, err := st.location()
+	if err != nil {
+		return err
+	}
+	log := newLogger(env, st)
+	sched, err := cron.ParseStandard(*spec)
+	if err != nil {
+		return usagef("--cron %q: %v", *spec, err)
+	}
+	c := cron.New(cron.WithLocation(loc), cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})))
+	var mu sync.Mutex // belt and braces with SkipIfStillRunning: never two runs at once
+	c.Schedule(sched, cron.FuncJob(func() {
+		if !mu.TryLock() {
+			log.Warn("previous run still going; tick skipped")
+			return
+		}
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		log.Info("scheduled run starting")
+		code := exitCode(env, "run", cmdRun(ctx, env, runArgs))
+		log.Info("scheduled run finished", "exit_code", code)
+	}))
+	c.Start()
+	log.Info("schedule started", "cron", *spec, "next", sched.Next(timeNowIn(loc)))
+	<-ctx.Done()
+	log.Info("stopping schedule: waiting for a run under way")
+	<-c.Stop().Done()
+	return nil
+}
+
+// cronLogger adapts slog to cron's logger interface.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Info("cron: "+msg, kv...) }
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "err", err)...)
+}
+
+func timeNowIn(loc *time.Location) time.Time { return time.Now().In(loc) }

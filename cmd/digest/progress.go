@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// startProgress draws a one-line progress display on stderr when it is a
+// terminal, and returns the function that stops it.
+func startProgress(env *Env, r *digest.Runner) func() {
+	if !isTerminal(env.Stderr) {
+		return func() {}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-stop:
+				fmt.Fprint(env.Stderr, "\r\033[K")
+				return
+			case <-t.C:
+				p := r.Progress()
+				el := time.Since(start).Seconds()
+				fmt.Fprintf(env.Stderr, "\r\033[K%d read · %d sent · %d duplicates · %d pending · %.0f/s",
+					p.Digests, p.Sent, p.Duplicates, p.Pending, float64(p.Sent)/max(el, 0.001))
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// printSummary writes the run's summary as a table.
+func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline string) {
+	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(env.Stdout, "%s\n%s %s %s, mode %s, shard %s\n", headline, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, cfg.Mode, cfg.Shard)
+	row := func(name string, v any) { fmt.Fprintf(w, "%v\t  %s\n", v, name) }
+	row("sent", s.Sent)
+	row("duplicates (already sent)", s.Duplicates)
+	row("reconciled (found at the provider)", s.Reconciled)
+	row("quarantined", s.Quarantined)
+	row("held for review", s.Held)
+	row("retryable (temporary failures)", s.Retryable)
+	row("failed (permanent)", s.Failed)
+	row("skipped", s.Skipped)
+	if s.Invalid > 0 {
+		row("invalid", s.Invalid)
+	}
+	row("pending at the end", s.Pending)
+	if s.Observed > 0 {
+		row("observed", s.Observed)
+		for name, n := range s.Would {
+			row("would be "+name, n)
+		}
+		for i, n := range s.Repeats {
+			row("repeats "+digest.AgeBucketNames[i], n)
+		}
+	}
+	row("duration", s.Duration.Round(time.Millisecond))
+	row("claim latency p50", s.ClaimP50)
+	row("claim latency p99", s.ClaimP99)
+	w.Flush()
+}

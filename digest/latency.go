@@ -20,6 +20,7 @@ type LatencyHistogram struct {
 	mu     sync.Mutex
 	counts [latOctaves * latSub]uint64
 	n      uint64
+	sum    time.Duration
 	max    time.Duration
 }
 
@@ -49,6 +50,7 @@ func (h *LatencyHistogram) Observe(d time.Duration, n int) {
 	h.mu.Lock()
 	h.counts[latIndex(d)] += uint64(n)
 	h.n += uint64(n)
+	h.sum += d * time.Duration(n)
 	h.max = max(h.max, d)
 	h.mu.Unlock()
 }
@@ -77,4 +79,25 @@ func (h *LatencyHistogram) Count() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
+}
+
+// Cumulative returns, for each upper bound, how many samples were at most
+// that bound (by bucket, so within the histogram's accuracy), with the
+// total count and sum: the shape of a Prometheus histogram.
+func (h *LatencyHistogram) Cumulative(bounds []time.Duration) (counts []uint64, n uint64, sum time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts = make([]uint64, len(bounds))
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		up := latUpper(i)
+		for j, b := range bounds {
+			if up <= b {
+				counts[j] += c
+			}
+		}
+	}
+	return counts, h.n, h.sum
 }

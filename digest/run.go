@@ -158,6 +158,10 @@ type Runner struct {
 	lat LatencyHistogram
 }
 
+// ClaimLatency returns the histogram of claim round trips (one sample per
+// digest, the duration of the batch call that claimed it).
+func (r *Runner) ClaimLatency() *LatencyHistogram { return &r.lat }
+
 // Progress returns the counters so far; safe to call while Run runs.
 func (r *Runner) Progress() Summary { return r.c.snapshot() }
 

@@ -208,18 +208,21 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		ref, found, err := r.Lookup.Lookup(hard, it.claim.Key)
 		switch {
 		case err != nil:
+			r.c.lookupErr.Add(1)
 			it.fin = p.finishFor(it, StateRetryable, "look-up failed: "+err.Error())
 			it.fin.MaybeSent = true
 			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
 			cfg.Logger.Warn("look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
 			return
 		case found:
+			r.c.lookupFound.Add(1)
 			it.fin = p.finishFor(it, StateSent, "reconciled by look-up")
 			it.fin.ProviderRef = ref
 			it.reconciled = true
 			cfg.Logger.Info("reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
 			return
 		}
+		r.c.lookupNotFound.Add(1)
 		if ctx.Err() == nil {
 			errs, err := r.Ledger.StartSending(hard, []Fence{{Key: it.claim.Key, Token: it.claim.Token}})
 			r.c.ledgerCalls.Add(1)

@@ -49,6 +49,10 @@ type Summary struct {
 	Pending     int // retryable, not due or busy at the end of the run
 	LostClaims  int // claims taken over by another run before this one finished them
 
+	LookupsFound    int // look-ups that found the message (then reconciled)
+	LookupsNotFound int // look-ups that did not (then sent)
+	LookupErrors    int // look-ups that could not tell (then left retryable)
+
 	Observed      int                // observe mode: keys observed
 	Would         map[string]int     // observe mode: what the ledger would have decided
 	Repeats       [numAgeBuckets]int // observe mode: repeated observations by gap
@@ -78,6 +82,9 @@ func (s Summary) LogValue() slog.Value {
 		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
 		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes),
 	}
+	if n := s.LookupsFound + s.LookupsNotFound + s.LookupErrors; n > 0 {
+		attrs = append(attrs, slog.Int("lookups_found", s.LookupsFound), slog.Int("lookups_not_found", s.LookupsNotFound), slog.Int("lookup_errors", s.LookupErrors))
+	}
 	if s.Observed > 0 {
 		attrs = append(attrs, slog.Int("observed", s.Observed), slog.Any("would", s.Would))
 		for i, n := range s.Repeats {
@@ -99,6 +106,7 @@ func (s Summary) LogValue() slog.Value {
 type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
+	lookupFound, lookupNotFound, lookupErr                             atomic.Int64
 	would                                                              [len(outcomeNames)]atomic.Int64
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
@@ -110,6 +118,7 @@ func (c *counters) snapshot() Summary {
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
+		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}
 	for i := range c.repeats {
 		s.Repeats[i] = int(c.repeats[i].Load())

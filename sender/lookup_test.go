@@ -86,7 +86,10 @@ func TestPostmarkLookup(t *testing.T) {
 				return false
 			}},
 		{name: "500", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary,
-			reply: func(w http.ResponseWriter, _ string) bool { w.WriteHeader(http.StatusInternalServerError); return false }},
+			reply: func(w http.ResponseWriter, _ string) bool {
+				w.WriteHeader(http.StatusInternalServerError)
+				return false
+			}},
 		{name: "wrong token", key: testKey("k1", 'a'), token: "wrong-token-xyz", wantErr: true, wantClass: digest.ClassPermanent},
 		{name: "not JSON", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary,
 			reply: func(w http.ResponseWriter, _ string) bool {

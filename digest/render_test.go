@@ -1,0 +1,260 @@
+package digest
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestFormatAmount(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		minor int64
+		code  string
+		want  string
+	}{
+		{0, "EUR", "0.00 EUR"},
+		{5, "EUR", "0.05 EUR"},
+		{-5, "EUR", "-0.05 EUR"},
+		{-1250, "EUR", "-12.50 EUR"},
+		{99999, "EUR", "999.99 EUR"},
+		{100000, "EUR", "1,000.00 EUR"},
+		{123456, "EUR", "1,234.56 EUR"},
+		{-123456789, "EUR", "-1,234,567.89 EUR"},
+		{0, "JPY", "0 JPY"},
+		{1234, "JPY", "1,234 JPY"},
+		{-980, "JPY", "-980 JPY"},
+		{1234567, "BHD", "1,234.567 BHD"},
+		{-1, "BHD", "-0.001 BHD"},
+		{750500, "KWD", "750.500 KWD"},
+		{12345, "CLF", "1.2345 CLF"},
+		{-8720, "CHF", "-87.20 CHF"},
+		{math.MaxInt64, "JPY", "9,223,372,036,854,775,807 JPY"},
+		{math.MinInt64, "EUR", "-92,233,720,368,547,758.08 EUR"},
+	}
+	for _, tt := range tests {
+		got, err := FormatAmount(tt.minor, tt.code)
+		if err != nil || got != tt.want {
+			t.Errorf("FormatAmount(%d, %s) = %q, %v; want %q", tt.minor, tt.code, got, err, tt.want)
+		}
+	}
+	for _, code := range []string{"", "eur", "EU", "EURO", "ABC", "E R"} {
+		if got, err := FormatAmount(1, code); !errors.Is(err, ErrUnknownCurrency) {
+			t.Errorf("FormatAmount(1, %q) = %q, %v; want ErrUnknownCurrency", code, got, err)
+		}
+	}
+}
+
+func TestValidCurrency(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]bool{
+		"EUR": true, "GBP": true, "USD": true, "JPY": true, "BHD": true, "CHF": true, "KWD": true,
+		"eur": false, "Eur": false, "EU": false, "EURO": false, "": false, "ABC": false, "E1R": false, " EU": false, "ÉUR": false,
+	} {
+		if got := ValidCurrency(code); got != want {
+			t.Errorf("ValidCurrency(%q) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+func TestHumanKind(t *testing.T) {
+	t.Parallel()
+	for kind, want := range map[string]string{
+		"card_payment": "Card payment", "transfer_in": "Transfer received", "transfer_out": "Transfer sent",
+		"fee": "Fee", "atm-withdrawal": "Atm withdrawal", "": "Activity", "_": "Activity", "ünïcode_kind": "Ünïcode kind",
+		"line\nbreak": "Line break",
+	} {
+		if got := humanKind(kind); got != want {
+			t.Errorf("humanKind(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
+func TestWeekRange(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		week ISOWeek
+		loc  *time.Location
+		want string
+	}{
+		{ISOWeek{2026, 48}, time.UTC, "23–29 Nov 2026"},
+		{ISOWeek{2026, 49}, time.UTC, "30 Nov – 6 Dec 2026"},
+		{ISOWeek{2026, 53}, berlin, "28 Dec 2026 – 3 Jan 2027"},
+		{ISOWeek{2026, 43}, berlin, "19–25 Oct 2026"}, // 169 hours
+	} {
+		if got := weekRange(tt.week.Start(tt.loc), tt.week.End(tt.loc)); got != tt.want {
+			t.Errorf("weekRange(%s) = %q, want %q", tt.week, got, tt.want)
+		}
+	}
+}
+
+// renderDigest builds a digest of one customer with the given rows in
+// 2026-W48, in loc.
+func renderDigest(t *testing.T, c Customer, loc *time.Location, rows ...Activity) (Digest, Rendered) {
+	t.Helper()
+	d, err := Build(Record{Customer: c, Activity: rows}, Spec{Week: ISOWeek{2026, 48}, Location: loc, Type: "weekly_activity", Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, out
+}
+
+func row(at string, kind string, amount int64, cur, desc string) Activity {
+	o, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		panic(err)
+	}
+	return Activity{OccurredAt: o, RecordedAt: o, Kind: kind, AmountMinor: amount, Currency: cur, Description: desc}
+}
+
+func TestRenderEscapes(t *testing.T) {
+	t.Parallel()
+	c := Customer{ID: "c1", Email: "a@example.com", Name: "<script>alert(1)</script> & Co"}
+	_, out := renderDigest(t, c, time.UTC,
+		row("2026-11-24T10:00:00Z", "card_payment", -4275, "USD", `Tom <b>&</b> Jerry's "Diner"`),
+		row("2026-11-24T11:00:00Z", "fee", -1, "USD", `<img src=x onerror=alert(1)>`))
+	for _, bad := range []string{"<script>", "</script>", "<b>", "</b>", "<img", "& Co", "&</b>"} {
+		if strings.Contains(out.HTML, bad) {
+			t.Errorf("HTML contains %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{"Hello &lt;script&gt;alert(1)&lt;/script&gt; &amp; Co,", "Tom &lt;b&gt;&amp;&lt;/b&gt; Jerry&#39;s &#34;Diner&#34;", "&lt;img src=x onerror=alert(1)&gt;"} {
+		if !strings.Contains(out.HTML, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// The plain-text part shows the text as it is.
+	if !strings.Contains(out.Text, "Hello <script>alert(1)</script> & Co,") || !strings.Contains(out.Text, `Tom <b>&</b> Jerry's "Diner"`) {
+		t.Errorf("text part:\n%s", out.Text)
+	}
+}
+
+func TestRenderControlCharacters(t *testing.T) {
+	t.Parallel()
+	c := Customer{ID: "c1", Email: "a@example.com", Name: "Eve\r\nBcc: victim@example.com\x00\u202e"}
+	_, out := renderDigest(t, c, time.UTC,
+		row("2026-11-24T10:00:00Z", "card_payment", -100, "EUR", "line one\nline two\x1b[31m\u2028red\xff"))
+	for part, s := range map[string]string{"subject": out.Subject, "text": out.Text, "html": out.HTML} {
+		for _, bad := range []string{"\r", "\x00", "\x1b", "\u202e", "\u2028", "\xff"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s contains %q", part, bad)
+			}
+		}
+	}
+	if strings.ContainsAny(out.Subject, "\r\n") {
+		t.Errorf("subject %q spans lines", out.Subject)
+	}
+	if !strings.Contains(out.Text, "Hello Eve  Bcc: victim@example.com,\n") {
+		t.Errorf("greeting not on one line:\n%s", out.Text)
+	}
+	if !strings.Contains(out.Text, "line one line two [31m red\uFFFD\n") {
+		t.Errorf("description not on one line:\n%s", out.Text)
+	}
+}
+
+func TestRenderContent(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Customer{ID: "c1", Email: "a@example.com", Name: "Zoë"}
+	// 03:00 UTC on Tuesday is still Monday evening in New York.
+	_, out := renderDigest(t, c, ny,
+		row("2026-11-24T03:00:00Z", "card_payment", -1280, "JPY", "ramen"),
+		row("2026-11-25T15:00:00Z", "transfer_in", 123456, "EUR", "salary"),
+		row("2026-11-26T15:00:00Z", "interest", 1234, "BHD", "savings"))
+	if out.Subject != "Your account activity, 2026-W48 (23–29 Nov 2026)" {
+		t.Errorf("Subject = %q", out.Subject)
+	}
+	for _, want := range []string{
+		"Hello Zoë,",
+		"Mon 23 Nov    -1,280 JPY  Card payment - ramen\n",
+		"Wed 25 Nov  1,234.56 EUR  Transfer received - salary\n",
+		"Thu 26 Nov     1.234 BHD  Interest - savings\n",
+		"EUR, 1 transaction\n  Money in:  1,234.56 EUR\n  Money out: 0.00 EUR\n  Net:       1,234.56 EUR",
+		"Dates are shown\nin America/New_York",
+	} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, out.Text)
+		}
+	}
+	for _, want := range []string{">Mon 23 Nov</td>", ">-1,280 JPY</td>", ">1.234 BHD</td>", "<title>Your account activity, 2026-W48 (23–29 Nov 2026)</title>"} {
+		if !strings.Contains(out.HTML, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+func TestRenderEmpty(t *testing.T) {
+	t.Parallel()
+	_, out := renderDigest(t, Customer{ID: "c1", Email: "a@example.com"}, time.UTC,
+		row("2026-11-30T00:00:00Z", "card_payment", -100, "EUR", "next week"))
+	if !strings.Contains(out.Text, "Hello,\n\nThere was no activity on your account in 2026-W48") {
+		t.Errorf("text:\n%s", out.Text)
+	}
+	if !strings.Contains(out.HTML, "There was no activity on your account this week.") || strings.Contains(out.HTML, "Totals") {
+		t.Errorf("HTML:\n%s", out.HTML)
+	}
+}
+
+func TestRenderDeterministic(t *testing.T) {
+	t.Parallel()
+	rows := []Activity{
+		row("2026-11-24T10:00:00Z", "card_payment", -4275, "USD", "a"),
+		row("2026-11-24T10:00:00Z", "fee", -100, "USD", "b"),
+		row("2026-11-25T10:00:00Z", "refund", 4275, "GBP", "c"),
+	}
+	c := Customer{ID: "c1", Email: "a@example.com", Name: "Zoë"}
+	_, want := renderDigest(t, c, time.UTC, rows...)
+	_, reversed := renderDigest(t, c, time.UTC, rows[2], rows[1], rows[0])
+	if reversed != want {
+		t.Error("the input order changed the rendering")
+	}
+	d, _ := renderDigest(t, c, time.UTC, rows...)
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				got, err := r.Render(&d)
+				if err != nil || got != want {
+					t.Errorf("concurrent Render differs: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestRenderErrors(t *testing.T) {
+	t.Parallel()
+	d, _ := renderDigest(t, Customer{ID: "c1"}, time.UTC)
+	d.Identity.Type = "monthly_statement"
+	if _, err := Render(&d); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("unknown type: %v", err)
+	}
+	d, err := Build(Record{Customer: Customer{ID: "c1"}, Activity: []Activity{row("2026-11-24T10:00:00Z", "fee", -1, "XYZ", "")}},
+		Spec{Week: ISOWeek{2026, 48}, Type: "weekly_activity", Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(&d); !errors.Is(err, ErrUnknownCurrency) {
+		t.Errorf("unknown currency: %v", err)
+	}
+}

@@ -1,0 +1,177 @@
+// Package metrics turns what a digest run did into Prometheus metrics, in a
+// registry of its own (never the process-wide default one), and pushes them
+// to a Pushgateway.
+//
+// A run that ends (normally, at its deadline or after SIGTERM) records its
+// digest.Summary, its claim latency histogram and the ledger's counts of the
+// week; a Kubernetes Job then pushes them, and "digest schedule" serves them
+// on /metrics, adding up its runs. Counters of a pushed group are those of
+// the last run that pushed to it.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "digest"
+
+// Outcomes are the values of the outcome label of digest_digests_total, in
+// the order of digest.Summary's counters.
+var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid"}
+
+// LookupResults are the values of the result label of digest_lookups_total.
+var LookupResults = []string{"found", "not_found", "error"}
+
+// ClaimLatencyBounds are the upper bounds of the claim latency histogram's
+// buckets: a claim is one ledger round trip for a batch of keys.
+var ClaimLatencyBounds = []time.Duration{
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
+}
+
+// Run is what one finished run tells the metrics.
+type Run struct {
+	Summary digest.Summary
+	// Latency is the run's claim latency histogram (Runner.ClaimLatency);
+	// nil records no samples.
+	Latency *digest.LatencyHistogram
+	// Counts are the ledger's counts of the run's week at its end; nil when
+	// they could not be read (the backlog gauges keep their last value).
+	Counts *ledger.Counts
+	// ExitCode is the run's exit code; only 0 sets the last success time.
+	ExitCode int
+	// Finished is when the run ended.
+	Finished time.Time
+}
+
+// Registry holds the job's metrics in its own prometheus.Registry. Its
+// methods are safe for concurrent use.
+type Registry struct {
+	reg *prometheus.Registry
+
+	digests      *prometheus.CounterVec
+	ledgerCalls  prometheus.Counter
+	lookups      *prometheus.CounterVec
+	duplicateAge *prometheus.CounterVec
+	retries      prometheus.Counter
+	pruned       prometheus.Counter
+	claimLatency *histogram
+
+	receipts        *prometheus.GaugeVec
+	oldestRetryable prometheus.Gauge
+	oldestClaimed   prometheus.Gauge
+	pending         prometheus.Gauge
+	duration        prometheus.Gauge
+	exitCode        prometheus.Gauge
+	lastRun         prometheus.Gauge
+	// lastSuccess has no labels; as a vector it is exported only once set,
+	// so a failed run's push (an add, not a replace) leaves the time of the
+	// last successful run in the Pushgateway as it was.
+	lastSuccess *prometheus.GaugeVec
+}
+
+// New returns a Registry with every metric registered, and every outcome,
+// result and age label present at zero.
+func New() *Registry {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
+	}
+	r := &Registry{
+		reg: prometheus.NewRegistry(),
+		digests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "digests_total",
+			Help: "Digests by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid."}, []string{"outcome"}),
+		ledgerCalls: counter("ledger_calls_total", "Ledger round trips (claims, finishes, look-ups of receipts)."),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "lookups_total",
+			Help: "Provider look-ups of maybe-sent digests by result: found (reconciled), not_found (sent), error (left retryable)."}, []string{"result"}),
+		duplicateAge: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "duplicate_hits_total",
+			Help: "Digests already sent, by time since the send: under_5m, same_day, later, beyond_horizon."}, []string{"age"}),
+		retries:      counter("temporary_retries_total", "Temporary send failures (4xx, 429, network) recorded as retryable; a digest retried twice counts twice."),
+		pruned:       counter("receipts_pruned_total", "Receipts deleted by \"digest prune\"."),
+		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip, one sample per digest of the batch.", ClaimLatencyBounds),
+		receipts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "receipts",
+			Help: "Receipts of the run's week by state at the end of the run; held and quarantined wait for an operator."}, []string{"state"}),
+		oldestRetryable: gauge("oldest_retryable_age_seconds", "Age of the week's oldest retryable receipt at the end of the run; 0 if none."),
+		oldestClaimed:   gauge("oldest_claimed_age_seconds", "Age of the week's oldest claimed receipt at the end of the run; 0 if none."),
+		pending:         gauge("pending", "Digests the run left unsettled (retryable, not due, or interrupted)."),
+		duration:        gauge("run_duration_seconds", "Wall time of the last run."),
+		exitCode:        gauge("run_exit_code", "Exit code of the last run: 0 ok, 1 failure, 2 usage, 3 incomplete, 4 needs review."),
+		lastRun:         gauge("last_run_timestamp_seconds", "Unix time the last run ended."),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time the last run that exited 0 ended."}, nil),
+	}
+	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.pruned, r.claimLatency,
+		r.receipts, r.oldestRetryable, r.oldestClaimed, r.pending, r.duration, r.exitCode, r.lastRun, r.lastSuccess)
+	for _, o := range Outcomes {
+		r.digests.WithLabelValues(o)
+	}
+	for _, l := range LookupResults {
+		r.lookups.WithLabelValues(l)
+	}
+	for _, a := range digest.AgeBucketNames {
+		r.duplicateAge.WithLabelValues(a)
+	}
+	for _, s := range receiptStates {
+		r.receipts.WithLabelValues(string(s))
+	}
+	return r
+}
+
+var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined}
+
+// Gatherer returns the registry, for a push or a test.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
+}
+
+// ObserveRun adds a finished run to the counters and sets the gauges.
+func (r *Registry) ObserveRun(run Run) {
+	s := run.Summary
+	for i, n := range []int{s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid} {
+		r.digests.WithLabelValues(Outcomes[i]).Add(float64(n))
+	}
+	for i, n := range []int{s.LookupsFound, s.LookupsNotFound, s.LookupErrors} {
+		r.lookups.WithLabelValues(LookupResults[i]).Add(float64(n))
+	}
+	for i, n := range s.DuplicateAges {
+		r.duplicateAge.WithLabelValues(digest.AgeBucketNames[i]).Add(float64(n))
+	}
+	r.ledgerCalls.Add(float64(s.LedgerCalls))
+	r.retries.Add(float64(s.Retryable))
+	if run.Latency != nil {
+		r.claimLatency.add(run.Latency.Cumulative(ClaimLatencyBounds))
+	}
+	if c := run.Counts; c != nil {
+		for _, st := range receiptStates {
+			r.receipts.WithLabelValues(string(st)).Set(float64(c.ByState[st]))
+		}
+		r.oldestRetryable.Set(c.OldestRetryable.Seconds())
+		r.oldestClaimed.Set(c.OldestClaimed.Seconds())
+	}
+	r.pending.Set(float64(s.Pending))
+	r.duration.Set(s.Duration.Seconds())
+	r.exitCode.Set(float64(run.ExitCode))
+	r.lastRun.Set(unix(run.Finished))
+	if run.ExitCode == 0 {
+		r.lastSuccess.WithLabelValues().Set(unix(run.Finished))
+	}
+}
+
+// ObservePrune adds receipts deleted by a prune.
+func (r *Registry) ObservePrune(n int64) { r.pruned.Add(float64(n)) }
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

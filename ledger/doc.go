@@ -1,0 +1,47 @@
+// Package ledger is the receipt ledger: the state machine that decides
+// whether a digest may be sent, on PostgreSQL (Postgres, pgx v5) or on an
+// embedded SQLite file (SQLite, modernc.org/sqlite). Both implement
+// digest.Ledger and Store and pass one contract suite.
+//
+// # Decisions this package makes
+//
+// Claim. On PostgreSQL each request is one INSERT … ON CONFLICT … DO UPDATE
+// … WHERE <claimable> statement; on SQLite the same decision runs inside a
+// BEGIN IMMEDIATE transaction, which holds the database's write lock. Either
+// way exactly one concurrent caller is told OutcomeClaimed.
+//
+// Fencing. Every claim gets a new int64 token. StartSending and Finish
+// succeed only while the row is still in state claimed with that token. A
+// token whose lease has expired but which nobody has taken over yet still
+// holds the row and may finish it: nobody else was given permission to
+// send, so its result is the truth. Once another claim takes the row over,
+// the old token gets ErrStaleClaim.
+//
+// MaybeSent. A claim taken over after its lease expired reports MaybeSent
+// when the earlier claim had called StartSending, or when the row already
+// carried the mark. A retryable Finish keeps the mark only if Finish.MaybeSent
+// says so. The mark is cleared only by Finish(retryable, MaybeSent=false) or
+// by an operator's Release of a held row.
+//
+// Rotation. ClaimRequest.Keys lists candidates current first; the first
+// candidate that holds a receipt governs, otherwise a new receipt is created
+// under Keys[0]. Two runs with different keyrings claiming the same absent
+// digest at the same moment would create two receipts: rotate between runs.
+//
+// Quarantine. A fingerprint that differs from the stored one moves the row
+// to quarantined from any state, including sent; the stored fingerprint,
+// sent time and provider reference are kept and the new fingerprint is
+// stored as the conflict. A quarantined row is never claimable. Release of a
+// quarantined row that was never sent adopts the conflicting fingerprint and
+// makes the row retryable (due now), keeping MaybeSent if a send may have
+// started; a quarantined row that was sent is never released (ErrWasSent):
+// the customer got a different digest, which is for a person to resolve.
+//
+// Prune removes receipts last updated before a cutoff, with their events,
+// and observations recorded before it; held and quarantined receipts only
+// when asked. Snapshot pins are never pruned: a backfill must rebuild the
+// same digest.
+//
+// Time comes from Config.Now; nothing in this package calls time.Now for a
+// decision.
+package ledger

@@ -1,0 +1,142 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// Postgres is the ledger on PostgreSQL. It is safe for concurrent use.
+type Postgres struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+var (
+	_ digest.Ledger = (*Postgres)(nil)
+	_ Store         = (*Postgres)(nil)
+)
+
+// OpenPostgres connects to cfg.DatabaseURL and checks the connection.
+func OpenPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DatabaseURL == "" {
+		return nil, fmt.Errorf("%w: open postgres: DatabaseURL is empty", ErrInvalid)
+	}
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		// The parse error can quote the URL with its password; don't wrap it.
+		return nil, fmt.Errorf("open postgres: cannot parse the database URL")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return &Postgres{pool: pool, now: cfg.Now, log: cfg.Logger}, nil
+}
+
+// Close closes the pool.
+func (s *Postgres) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Pool returns the connection pool, for callers that share it (the
+// snapshot source) and for tests.
+func (s *Postgres) Pool() *pgxpool.Pool { return s.pool }
+
+// nowUTC is the clock at PostgreSQL's microsecond precision.
+func (s *Postgres) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// maxBatchTries bounds retries of a batch PostgreSQL aborted for a deadlock
+// or serialization failure; the aborted attempt changed nothing.
+const maxBatchTries = 3
+
+// sendBatch runs the batch build returns as one implicit transaction (pgx
+// sends it in one round trip with a single Sync) and hands the results to
+// read. It retries when PostgreSQL picked the batch as a deadlock victim,
+// which two batches locking overlapping keys in different orders can cause.
+func (s *Postgres) sendBatch(ctx context.Context, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+	var err error
+	for range maxBatchTries {
+		b := build()
+		br := s.pool.SendBatch(ctx, b)
+		err = read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// retryable reports a PostgreSQL error after which the whole transaction
+// can be run again: deadlock_detected or serialization_failure.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func stringOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// PinSnapshot stores proposed as the as_of of pin if the pin is new, and
+// returns the stored value.
+func (s *Postgres) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed time.Time) (time.Time, error) {
+	const insert = `
+WITH ins AS (
+    INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT DO NOTHING
+    RETURNING as_of
+)
+SELECT as_of FROM ins
+UNION ALL
+SELECT as_of FROM snapshot_pins WHERE digest_type = $1 AND iso_week = $2 AND version = $3`
+	const read = `SELECT as_of FROM snapshot_pins WHERE digest_type = $1 AND iso_week = $2 AND version = $3`
+	args := []any{pin.Type, pin.Week.String(), pin.Version, proposed.UTC().Truncate(time.Microsecond), s.nowUTC()}
+	var asOf time.Time
+	err := s.pool.QueryRow(ctx, insert, args...).Scan(&asOf)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent first run inserted the pin after this statement's
+		// snapshot was taken; a new statement sees it.
+		err = s.pool.QueryRow(ctx, read, args[:3]...).Scan(&asOf)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	return asOf.UTC(), nil
+}

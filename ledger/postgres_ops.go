@@ -1,0 +1,233 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// receiptColumns are the columns of a Receipt, in scan order (both dialects).
+const receiptColumns = `key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
+    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
+    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
+    run_id, iso_week, updated_at`
+
+func scanPgReceipt(row pgx.Row) (Receipt, error) {
+	var (
+		r                                  Receipt
+		key, state                         string
+		lease, started, next, sent         *time.Time
+		firstClaimed, lastAttempt, updated time.Time
+	)
+	err := row.Scan(&key, &r.KeyID, &state, &r.Fingerprint, &r.ConflictFingerprint, &r.Attempts,
+		&r.Token, &lease, &r.SendStarted, &started, &r.MaybeSent, &next,
+		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
+		&r.RunID, &r.Week, &updated)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r.Key, r.State = digest.Key(key), digest.State(state)
+	r.LeaseExpires, r.SendStartedAt, r.NextAttempt, r.SentAt = timeOrZero(lease), timeOrZero(started), timeOrZero(next), timeOrZero(sent)
+	r.FirstClaimed, r.LastAttempt, r.UpdatedAt = firstClaimed.UTC(), lastAttempt.UTC(), updated.UTC()
+	return r, nil
+}
+
+// List returns receipts matching f, ordered by key.
+func (s *Postgres) List(ctx context.Context, f ListFilter) ([]Receipt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+receiptColumns+` FROM receipts
+WHERE ($1 = '' OR state = $1) AND ($2 = '' OR iso_week = $2) AND key > $3
+ORDER BY key LIMIT $4`, string(f.State), f.week(), string(f.After), f.limit())
+	if err != nil {
+		return nil, fmt.Errorf("list receipts: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Receipt, error) { return scanPgReceipt(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list receipts: %w", err)
+	}
+	return list, nil
+}
+
+// Show returns one receipt and its history.
+func (s *Postgres) Show(ctx context.Context, key digest.Key) (Receipt, []Event, error) {
+	r, err := scanPgReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = $1`, string(key)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
+FROM receipt_events WHERE key = $1 ORDER BY id`, string(key))
+	if err != nil {
+		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		var e Event
+		var k, from, to string
+		err := row.Scan(&e.ID, &k, &e.At, &from, &to, &e.RunID, &e.Detail)
+		e.Key, e.From, e.To, e.At = digest.Key(k), digest.State(from), digest.State(to), e.At.UTC()
+		return e, err
+	})
+	if err != nil {
+		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+	}
+	return r, events, nil
+}
+
+// Release makes a held receipt retryable and due now; see the package doc
+// for quarantined receipts.
+func (s *Postgres) Release(ctx context.Context, key digest.Key, by Action) error {
+	return s.operate(ctx, key, "release", func(tx pgx.Tx, r Receipt, now time.Time) error {
+		fromQuarantine, detail, err := release(r, by)
+		if err != nil {
+			return err
+		}
+		stmt := `UPDATE receipts SET previous_state = state, state = 'retryable',
+    next_attempt_at = $2, maybe_sent = false, send_started = false, updated_at = $2 WHERE key = $1`
+		if fromQuarantine {
+			stmt = `UPDATE receipts SET previous_state = state, state = 'retryable',
+    fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
+    maybe_sent = maybe_sent OR send_started, send_started = false,
+    next_attempt_at = $2, updated_at = $2 WHERE key = $1`
+		}
+		if _, err := tx.Exec(ctx, stmt, string(key), now); err != nil {
+			return err
+		}
+		return pgEvent(ctx, tx, key, now, r.State, digest.StateRetryable, detail)
+	})
+}
+
+// MarkSent records that a held receipt was sent, as providerRef.
+func (s *Postgres) MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error {
+	return s.operate(ctx, key, "mark sent", func(tx pgx.Tx, r Receipt, now time.Time) error {
+		if r.State != digest.StateHeld {
+			return fmt.Errorf("%w: %s", ErrWrongState, r.State)
+		}
+		_, err := tx.Exec(ctx, `UPDATE receipts SET previous_state = state, state = 'sent',
+    sent_at = $2, provider_ref = $3, updated_at = $2 WHERE key = $1`, string(key), now, providerRef)
+		if err != nil {
+			return err
+		}
+		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, by.detail("marked sent as "+providerRef))
+	})
+}
+
+// operate runs fn on the locked receipt in one transaction.
+func (s *Postgres) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, Receipt, time.Time) error) error {
+	now := s.nowUTC()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := scanPgReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = $1 FOR UPDATE`, string(key)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return fn(tx, r, now)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, key, err)
+	}
+	return nil
+}
+
+func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from, to digest.State, detail string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+VALUES ($1, $2, $3, $4, '', $5)`, string(key), at, string(from), string(to), detail)
+	return err
+}
+
+// Counts counts a week's receipts by state.
+func (s *Postgres) Counts(ctx context.Context, week digest.ISOWeek) (Counts, error) {
+	now := s.nowUTC()
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*),
+    min(last_attempt_at) FILTER (WHERE state = 'claimed'), min(updated_at) FILTER (WHERE state = 'retryable')
+FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
+	if err != nil {
+		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+	}
+	defer rows.Close()
+	c := Counts{ByState: map[digest.State]int64{}}
+	for rows.Next() {
+		var (
+			state            string
+			n                int64
+			claimed, retried *time.Time
+		)
+		if err := rows.Scan(&state, &n, &claimed, &retried); err != nil {
+			return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+		}
+		c.ByState[digest.State(state)] = n
+		if claimed != nil {
+			c.OldestClaimed = now.Sub(*claimed)
+		}
+		if retried != nil {
+			c.OldestRetryable = now.Sub(*retried)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+	}
+	return c, nil
+}
+
+// Prune removes receipts, their events and old observations in one
+// transaction, and returns how many receipts it removed.
+func (s *Postgres) Prune(ctx context.Context, p PruneRequest) (int64, error) {
+	kept := p.keptStates()
+	if p.DryRun {
+		var n int64
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE updated_at < $1 AND state <> ALL($2)`,
+			p.Before, kept).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("prune (dry run): %w", err)
+		}
+		return n, nil
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+WITH gone AS (DELETE FROM receipts WHERE updated_at < $1 AND state <> ALL($2) RETURNING key),
+events AS (DELETE FROM receipt_events e USING gone WHERE e.key = gone.key)
+SELECT count(*) FROM gone`, p.Before, kept).Scan(&n)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM observations WHERE at < $1`, p.Before)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return n, nil
+}
+
+// Repeats buckets the gaps between consecutive observations of each key.
+// A zero week covers every week.
+func (s *Postgres) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error) {
+	var r RepeatReport
+	w := ""
+	if !week.IsZero() {
+		w = week.String()
+	}
+	err := s.pool.QueryRow(ctx, `
+WITH o AS (
+    SELECT key, at - lag(at) OVER (PARTITION BY key ORDER BY at, id) AS gap
+    FROM observations WHERE $1 = '' OR iso_week = $1
+)
+SELECT count(*), count(DISTINCT key),
+    count(*) FILTER (WHERE gap < interval '5 minutes'),
+    count(*) FILTER (WHERE gap >= interval '5 minutes' AND gap < interval '24 hours'),
+    count(*) FILTER (WHERE gap >= interval '24 hours' AND gap <= $2),
+    count(*) FILTER (WHERE gap > $2)
+FROM o`, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
+	if err != nil {
+		return RepeatReport{}, fmt.Errorf("repeats: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/migrations"
+)
+
+// SQLite is the embedded ledger in one SQLite file (WAL mode, synchronous
+// FULL so a committed claim or send mark survives power loss). Writes run in
+// BEGIN IMMEDIATE transactions, one per call, so a claim's read and write
+// hold the database's write lock together. Several processes may share the
+// file; they wait on each other for up to the busy timeout.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+var (
+	_ digest.Ledger = (*SQLite)(nil)
+	_ Store         = (*SQLite)(nil)
+)
+
+// busyTimeout is how long a writer waits for another process's write lock.
+const busyTimeout = 30 * time.Second
+
+// sqliteDSN is the modernc.org/sqlite connection string for path.
+func sqliteDSN(path, txlock string, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", txlock)
+	return "file:" + path + "?" + q.Encode()
+}
+
+// OpenSQLite opens (creating if needed) the SQLite file cfg.Path.
+func OpenSQLite(ctx context.Context, cfg Config) (*SQLite, error) {
+	cfg = cfg.withDefaults()
+	if strings.ContainsAny(cfg.Path, "?#") {
+		return nil, fmt.Errorf("%w: sqlite path %q may not contain '?' or '#'", ErrInvalid, cfg.Path)
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(cfg.Path, "immediate", busyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
+	}
+	// One connection: this process's writers queue in database/sql rather
+	// than spin on SQLite's busy handler.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
+	}
+	return &SQLite{db: db, path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
+}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// Migrate applies pending migrations with goose, holding an exclusive lock
+// on the companion file PATH-migrate-lock so that two processes migrating
+// the same file take turns.
+func (s *SQLite) Migrate(ctx context.Context) error {
+	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer db.Close()
+	locker := &fileLocker{path: s.path + "-migrate-lock"}
+	return migrate(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, goose.WithSessionLocker(locker))
+}
+
+// fileLocker is a goose session locker for SQLite: an exclusive
+// transaction on a separate small database file. The operating system
+// releases it if the process dies.
+type fileLocker struct {
+	path string
+	db   *sql.DB
+	tx   *sql.Tx
+}
+
+// SessionLock waits up to ten minutes for the lock.
+func (l *fileLocker) SessionLock(ctx context.Context, _ *sql.Conn) error {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", (10*time.Minute).Milliseconds()))
+	q.Set("_txlock", "exclusive")
+	db, err := sql.Open("sqlite", "file:"+l.path+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	l.db, l.tx = db, tx
+	return nil
+}
+
+// SessionUnlock releases the lock.
+func (l *fileLocker) SessionUnlock(context.Context, *sql.Conn) error {
+	if l.tx == nil {
+		return nil
+	}
+	err := errors.Join(l.tx.Rollback(), l.db.Close())
+	l.db, l.tx = nil, nil
+	return err
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction.
+func (s *SQLite) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// nowUTC is the clock at the ledger's microsecond precision.
+func (s *SQLite) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// us encodes a time as stored: microseconds since the epoch, NULL for zero.
+func us(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// fromUs decodes a stored time.
+func fromUs(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64).UTC()
+}
+
+// PinSnapshot stores proposed as the as_of of pin if the pin is new, and
+// returns the stored value.
+func (s *SQLite) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed time.Time) (time.Time, error) {
+	var asOf sql.NullInt64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
+VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, pin.Type, pin.Week.String(), pin.Version, proposed.UnixMicro(), s.nowUTC().UnixMicro())
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT as_of FROM snapshot_pins WHERE digest_type = ? AND iso_week = ? AND version = ?`,
+			pin.Type, pin.Week.String(), pin.Version).Scan(&asOf)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	return fromUs(asOf), nil
+}
+
+// placeholders returns "?, ?, …" for n parameters.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func keyArgs(keys []digest.Key) []any {
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = string(k)
+	}
+	return args
+}

@@ -1,0 +1,204 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// Store is a receipt ledger with the operations the digest command needs
+// beyond the run loop's digest.Ledger: migrations, operator review, counts
+// and pruning.
+type Store interface {
+	digest.Ledger
+
+	// Migrate applies pending migrations. It is safe to run twice and from
+	// two processes at once.
+	Migrate(ctx context.Context) error
+
+	// List returns receipts matching f, ordered by key, at most f.Limit.
+	List(ctx context.Context, f ListFilter) ([]Receipt, error)
+	// Show returns one receipt and its history, oldest event first, or
+	// ErrNotFound.
+	Show(ctx context.Context, key digest.Key) (Receipt, []Event, error)
+	// Release makes a held receipt retryable and due now, clearing
+	// MaybeSent so the next run sends it; see the package doc for
+	// quarantined receipts. Other states give ErrWrongState.
+	Release(ctx context.Context, key digest.Key, by Action) error
+	// MarkSent records that a held receipt was in fact sent, as providerRef.
+	MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error
+	// Counts counts the receipts of a week by state, with the ages of the
+	// oldest claimed and oldest retryable ones.
+	Counts(ctx context.Context, week digest.ISOWeek) (Counts, error)
+	// Prune removes what p selects and returns how many receipts went (or,
+	// with p.DryRun, would go).
+	Prune(ctx context.Context, p PruneRequest) (int64, error)
+	// Repeats reports how soon observed keys came again (observe mode).
+	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
+
+	// Close releases the database.
+	Close() error
+}
+
+// Config configures either store. The zero value opens ./digest.db.
+type Config struct {
+	// DatabaseURL, when set, selects PostgreSQL (a pgx connection string;
+	// pool settings such as pool_max_conns are accepted).
+	DatabaseURL string
+	// Path is the SQLite file used when DatabaseURL is empty; default
+	// DefaultPath.
+	Path string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger receives migration progress; default discards.
+	Logger *slog.Logger
+}
+
+// DefaultPath is the SQLite file used when Config.Path is empty.
+const DefaultPath = "./digest.db"
+
+func (c Config) withDefaults() Config {
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Open opens PostgreSQL when cfg.DatabaseURL is set, else the SQLite file.
+// It does not migrate; call Store.Migrate.
+func Open(ctx context.Context, cfg Config) (Store, error) {
+	if cfg.DatabaseURL != "" {
+		return OpenPostgres(ctx, cfg)
+	}
+	return OpenSQLite(ctx, cfg)
+}
+
+// Sentinel errors of the operator operations.
+var (
+	// ErrNotFound: no receipt under that key.
+	ErrNotFound = errors.New("receipt not found")
+	// ErrWrongState: the receipt's state does not allow the operation.
+	ErrWrongState = errors.New("receipt is in the wrong state for this operation")
+	// ErrWasSent: a quarantined receipt that was sent is never released.
+	ErrWasSent = errors.New("quarantined receipt was already sent; it stays quarantined")
+	// ErrInvalid: a request is malformed (a programming error).
+	ErrInvalid = errors.New("invalid ledger request")
+)
+
+// Action says who did an operator action and why, for the history.
+type Action struct {
+	By     string // operator name or id; never a customer identifier
+	Reason string
+}
+
+func (a Action) detail(what string) string {
+	return fmt.Sprintf("%s by %q: %s", what, a.By, a.Reason)
+}
+
+// Receipt is one row of the ledger, for operators.
+type Receipt struct {
+	Key                 digest.Key
+	KeyID               string
+	State               digest.State
+	Fingerprint         string
+	ConflictFingerprint string // set when quarantined by a differing fingerprint
+	Attempts            int
+	Token               int64
+	LeaseExpires        time.Time
+	SendStarted         bool
+	SendStartedAt       time.Time
+	MaybeSent           bool
+	NextAttempt         time.Time
+	FirstClaimed        time.Time
+	LastAttempt         time.Time
+	SentAt              time.Time
+	ProviderRef         string
+	LastError           string
+	RunID               string
+	Week                string
+	UpdatedAt           time.Time
+}
+
+// Event is one transition in a receipt's history.
+type Event struct {
+	ID     int64
+	Key    digest.Key
+	At     time.Time
+	From   digest.State // empty: the receipt did not exist
+	To     digest.State
+	RunID  string
+	Detail string
+}
+
+// ListFilter selects receipts for List. Zero fields match everything.
+type ListFilter struct {
+	State digest.State
+	Week  digest.ISOWeek
+	After digest.Key // page after this key (the last key of the previous page)
+	Limit int        // default 100
+}
+
+func (f ListFilter) limit() int {
+	if f.Limit <= 0 {
+		return 100
+	}
+	return f.Limit
+}
+
+func (f ListFilter) week() string {
+	if f.Week.IsZero() {
+		return ""
+	}
+	return f.Week.String()
+}
+
+// Counts summarises one week of receipts.
+type Counts struct {
+	ByState         map[digest.State]int64
+	OldestClaimed   time.Duration // age of the oldest claimed receipt's last attempt; 0 if none
+	OldestRetryable time.Duration // age of the oldest retryable receipt; 0 if none
+}
+
+// PruneRequest selects what Prune removes.
+type PruneRequest struct {
+	// Before: receipts last updated, and observations recorded, before it.
+	Before time.Time
+	// IncludeHeld and IncludeQuarantined also remove those receipts, which
+	// are otherwise kept whatever their age.
+	IncludeHeld        bool
+	IncludeQuarantined bool
+	// DryRun counts without removing.
+	DryRun bool
+}
+
+func (p PruneRequest) keptStates() []string {
+	var kept []string
+	if !p.IncludeHeld {
+		kept = append(kept, string(digest.StateHeld))
+	}
+	if !p.IncludeQuarantined {
+		kept = append(kept, string(digest.StateQuarantined))
+	}
+	// Never empty, so "state NOT IN (...)" stays valid SQL.
+	return append(kept, "")
+}
+
+// RepeatReport buckets the gaps between consecutive observations of one key.
+type RepeatReport struct {
+	Observations  int64
+	Keys          int64
+	UnderFiveMin  int64 // gap < 5 minutes
+	SameDay       int64 // 5 minutes <= gap < 24 hours
+	Later         int64 // 24 hours <= gap <= horizon
+	BeyondHorizon int64 // gap > horizon
+}

@@ -1,0 +1,76 @@
+-- The receipt ledger, SQLite edition of postgres/00001_ledger.sql. Times are
+-- INTEGER microseconds since the Unix epoch (UTC); booleans are 0 or 1.
+
+-- +goose Up
+-- Fencing tokens: a new one for every claim, never reused.
+CREATE TABLE ledger_counters (
+    name  TEXT    PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO ledger_counters (name, value) VALUES ('claim_token', 0);
+
+CREATE TABLE receipts (
+    key                  TEXT    PRIMARY KEY,
+    key_id               TEXT    NOT NULL,
+    state                TEXT    NOT NULL
+        CHECK (state IN ('claimed', 'sent', 'retryable', 'failed', 'held', 'quarantined')),
+    previous_state       TEXT,
+    fingerprint          TEXT    NOT NULL,
+    conflict_fingerprint TEXT,
+    attempts             INTEGER NOT NULL,
+    claim_token          INTEGER NOT NULL,
+    lease_expires_at     INTEGER,
+    send_started         INTEGER NOT NULL DEFAULT 0,
+    send_started_at      INTEGER,
+    maybe_sent           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at      INTEGER,
+    first_claimed_at     INTEGER NOT NULL,
+    last_attempt_at      INTEGER NOT NULL,
+    sent_at              INTEGER,
+    provider_ref         TEXT,
+    last_error           TEXT,
+    run_id               TEXT    NOT NULL,
+    iso_week             TEXT    NOT NULL,
+    updated_at           INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX receipts_week_state ON receipts (iso_week, state);
+CREATE INDEX receipts_state_updated ON receipts (state, updated_at);
+CREATE INDEX receipts_updated ON receipts (updated_at);
+
+CREATE TABLE receipt_events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    key        TEXT    NOT NULL,
+    at         INTEGER NOT NULL,
+    from_state TEXT,
+    to_state   TEXT    NOT NULL,
+    run_id     TEXT    NOT NULL DEFAULT '',
+    detail     TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX receipt_events_key ON receipt_events (key, id);
+
+CREATE TABLE snapshot_pins (
+    digest_type TEXT    NOT NULL,
+    iso_week    TEXT    NOT NULL,
+    version     TEXT    NOT NULL,
+    as_of       INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (digest_type, iso_week, version)
+) WITHOUT ROWID;
+
+CREATE TABLE observations (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    key         TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    run_id      TEXT    NOT NULL,
+    iso_week    TEXT    NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX observations_key_at ON observations (key, at);
+CREATE INDEX observations_at ON observations (at);
+
+-- +goose Down
+DROP TABLE observations;
+DROP TABLE snapshot_pins;
+DROP TABLE receipt_events;
+DROP TABLE receipts;
+DROP TABLE ledger_counters;

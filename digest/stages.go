@@ -91,7 +91,16 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 				c.dupAges[AgeBucket(cfg.Now().Sub(res.SentAt), cfg.ReplayHorizon)].Add(1)
 			}
 		}
-	case OutcomeBusy, OutcomeNotDue:
+	case OutcomeBusy:
+		// Another run holds the lease and will most likely finish long
+		// before it expires: look again soon rather than at the expiry.
+		c.pending.Add(1)
+		recheck := cfg.Now().Add(busyRecheck(cfg.Lease))
+		if !res.NextAttempt.IsZero() && res.NextAttempt.Before(recheck) {
+			recheck = res.NextAttempt
+		}
+		p.due.offer(recheck)
+	case OutcomeNotDue:
 		c.pending.Add(1)
 		p.due.offer(res.NextAttempt)
 	case OutcomeQuarantined:
@@ -362,4 +371,10 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 		}
 	}
 	return nil
+}
+
+// busyRecheck is how soon a retry pass looks again at keys another run
+// holds: a tenth of the lease, between 1 and 30 seconds.
+func busyRecheck(lease time.Duration) time.Duration {
+	return min(max(lease/10, time.Second), 30*time.Second)
 }

@@ -1,0 +1,169 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/pgtest"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+var pgWeek = digest.ISOWeek{Year: 2026, Week: 48}
+
+func seededPool(t *testing.T, n int) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, _, err := snapshot.Seed(ctx, pool, snapshot.Synthetic(n, pgWeek, 7)); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func collect(t *testing.T, src digest.Source, q digest.SourceQuery) ([]digest.Record, []error) {
+	t.Helper()
+	var recs []digest.Record
+	var bad []error
+	for r, err := range src.Records(context.Background(), q) {
+		if err != nil {
+			var be *digest.BadRecordError
+			if !errors.As(err, &be) {
+				t.Fatalf("fatal source error: %v", err)
+			}
+			bad = append(bad, err)
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, bad
+}
+
+func TestPostgresSourceMatchesSyntheticAcrossPages(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 257)
+	q := digest.SourceQuery{Week: pgWeek, Location: time.UTC, AsOf: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	got, bad := collect(t, snapshot.NewPostgres(pool, 50), q)
+	if len(bad) > 0 {
+		t.Fatalf("bad records: %v", bad)
+	}
+	var want []digest.Record
+	for r := range snapshot.Synthetic(257, pgWeek, 7) {
+		want = append(want, r)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d customers, want %d", len(got), len(want))
+	}
+	spec := digest.Spec{Week: pgWeek, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	for i := range want {
+		dg, err1 := digest.Build(got[i], spec)
+		dw, err2 := digest.Build(want[i], spec)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if dg.Fingerprint() != dw.Fingerprint() {
+			t.Fatalf("customer %s: fingerprint from PostgreSQL differs from the generated one", want[i].Customer.ID)
+		}
+	}
+}
+
+func TestPostgresSourceAsOfExcludesLateRows(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 3)
+	ctx := context.Background()
+	asOf := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	src := snapshot.NewPostgres(pool, 0)
+	q := digest.SourceQuery{Week: pgWeek, Location: time.UTC, AsOf: asOf}
+	before, _ := collect(t, src, q)
+
+	// A late row: occurred in the week, recorded after as_of.
+	if _, err := pool.Exec(ctx, `INSERT INTO digest_activity VALUES ('cust_0000001', '2026-11-25T10:00:00Z', $1, 'fee', -100, 'EUR', 'late')`, asOf.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// A row outside the week, recorded in time.
+	if _, err := pool.Exec(ctx, `INSERT INTO digest_activity VALUES ('cust_0000001', '2026-12-01T10:00:00Z', '2026-11-25T10:00:00Z', 'fee', -100, 'EUR', 'next week')`); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := collect(t, src, q)
+	if !slices.EqualFunc(before, after, func(a, b digest.Record) bool { return slices.Equal(a.Activity, b.Activity) }) {
+		t.Fatal("a row recorded after as_of, or outside the week, changed the snapshot")
+	}
+	// Exactly at as_of is included.
+	if _, err := pool.Exec(ctx, `INSERT INTO digest_activity VALUES ('cust_0000002', '2026-11-25T10:00:00Z', $1, 'fee', -100, 'EUR', 'on time')`, asOf); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := collect(t, src, q)
+	if len(again[1].Activity) != len(before[1].Activity)+1 {
+		t.Fatal("a row recorded exactly at as_of must be included")
+	}
+}
+
+func TestPostgresSourceShardsPartitionCustomers(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 120)
+	src := snapshot.NewPostgres(pool, 17)
+	seen := map[string]int{}
+	for i := range 3 {
+		q := digest.SourceQuery{Week: pgWeek, AsOf: time.Now(), Shard: digest.Shard{Index: i, Count: 3}}
+		recs, _ := collect(t, src, q)
+		for _, r := range recs {
+			if got := digest.ShardOf(r.Customer.ID, 3); got != i {
+				t.Fatalf("customer %s came in shard %d, digest.ShardOf says %d", r.Customer.ID, i, got)
+			}
+			seen[r.Customer.ID]++
+		}
+	}
+	if len(seen) != 120 {
+		t.Fatalf("shards covered %d customers, want 120", len(seen))
+	}
+}
+
+func TestPostgresSourceBadRowsAreReportedNotFatal(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 4)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `ALTER TABLE digest_activity ALTER COLUMN currency DROP NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO digest_activity VALUES ('cust_0000002', '2026-11-25T10:00:00Z', '2026-11-25T10:00:00Z', 'fee', -100, 'XYZ', 'bad currency')`,
+		`INSERT INTO digest_activity VALUES ('cust_0000003', '2026-11-25T10:00:00Z', '2026-11-25T10:00:00Z', 'fee', -100, NULL, 'null currency')`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := digest.SourceQuery{Week: pgWeek, AsOf: time.Now()}
+	recs, bad := collect(t, snapshot.NewPostgres(pool, 0), q)
+	if len(recs) != 2 || len(bad) != 2 {
+		t.Fatalf("got %d good and %d bad records, want 2 and 2: %v", len(recs), len(bad), bad)
+	}
+	for _, err := range bad {
+		var be *digest.BadRecordError
+		errors.As(err, &be)
+		if be.Field != "currency" {
+			t.Errorf("bad record names field %q, want currency: %v", be.Field, err)
+		}
+	}
+}
+
+func TestPostgresSourceRefusesUnpinnedSnapshot(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 1)
+	for _, err := range snapshot.NewPostgres(pool, 0).Records(context.Background(), digest.SourceQuery{Week: pgWeek}) {
+		if err == nil {
+			t.Fatal("an unpinned query must fail, not read rows recorded at any time")
+		}
+		return
+	}
+	t.Fatal("no result")
+}

@@ -199,7 +199,7 @@ func decodeSecret(s string) ([]byte, error) {
 func ReadKeyringFile(path string) (*Keyring, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrKeyring, path, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w: %w", ErrKeyring, err) // *fs.PathError names the file
 	}
 	kr, err := ParseKeyring(string(b))
 	if err != nil {

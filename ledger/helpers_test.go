@@ -170,3 +170,13 @@ func show(t testing.TB, s ledger.Store, key digest.Key) (ledger.Receipt, []ledge
 	}
 	return r, ev
 }
+
+// send claims k and finishes it sent as ref, returning the claim.
+func send(t testing.TB, s ledger.Store, k []digest.Key, ref string) digest.ClaimResult {
+	t.Helper()
+	c := mustClaim(t, s, req(k, "fp1"))
+	if err := finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateSent, ProviderRef: ref}); err != nil {
+		t.Fatalf("finish sent: %v", err)
+	}
+	return c
+}

@@ -1,0 +1,50 @@
+package e2etest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// binary is the digest command built by Main, once per test binary.
+var binary string
+
+// Main builds the digest binary into a temporary directory, runs the
+// package's tests and exits. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { e2etest.Main(m) }
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "digest-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "digest")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/digest")
+	build.Dir = RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build digest: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Binary returns the path of the binary Main built.
+func Binary() string {
+	if binary == "" {
+		panic("e2etest: Binary called without e2etest.Main in TestMain")
+	}
+	return binary
+}
+
+// RepoRoot returns the repository root (where go.mod is).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}

@@ -147,7 +147,7 @@ Examples:
 
 func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "prune", pruneHelp)
-	st := register(fs, env, gLedger, gLog)
+	st := register(fs, env, gLedger, gLog, gPush)
 	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h (required)")
 	dry := fs.Bool("dry-run", false, "count, delete nothing")
 	held := fs.Bool("include-held", false, "also delete held receipts")
@@ -159,7 +159,8 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	log := newLogger(env, st)
+	store, err := openLedger(ctx, st, log)
 	if err != nil {
 		return err
 	}
@@ -173,6 +174,9 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		verb = "would prune"
 	}
 	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, n, *olderThan)
+	if !*dry {
+		recordPrune(ctx, st, log, n)
+	}
 	return nil
 }
 

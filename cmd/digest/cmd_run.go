@@ -46,7 +46,7 @@ later), 4 rows need review ("digest review list").
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "run", strings.ReplaceAll(runHelp, "%%", "%"))
-	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog)
+	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
@@ -118,7 +118,9 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	sum, runErr := r.Run(ctx)
 	stopProgress()
 	report(env, log, &cfg, sum)
-	return runExit(sum, runErr)
+	err = runExit(sum, runErr)
+	recordRun(ctx, st, log, store, r, &cfg, sum, err)
+	return err
 }
 
 // runConfig turns settings and flags into a RunConfig.

@@ -25,7 +25,7 @@ Examples:
 
 func cmdSchedule(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "schedule", scheduleHelp)
-	st := register(fs, env, gDigest, gLog)
+	st := register(fs, env, gDigest, gLog, gServe)
 	spec := fs.String("cron", "", "cron schedule, e.g. \"0 6 * * MON\" (required)")
 	runArgs, err := parse(fs, args)
 	if err != nil {
@@ -43,6 +43,11 @@ func cmdSchedule(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--cron %q: %v", *spec, err)
 	}
+	ctx, stopMetrics, err := startScheduleMetrics(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	c := cron.New(cron.WithLocation(loc), cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})))
 	var mu sync.Mutex // belt and braces with SkipIfStillRunning: never two runs at once
 	c.Schedule(sched, cron.FuncJob(func() {

@@ -25,6 +25,8 @@ const (
 	gKeys   = "keys"
 	gDigest = "digest"
 	gLog    = "log"
+	gPush   = "push"  // run and prune push their metrics
+	gServe  = "serve" // schedule serves its metrics
 )
 
 var settingsTable = []setting{
@@ -48,6 +50,8 @@ var settingsTable = []setting{
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest},
 	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest},
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog},
+	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run and prune metrics to at the end, e.g. http://pushgateway:9091; unset: no push", gPush},
+	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe},
 }
 
 func envHelp() string {

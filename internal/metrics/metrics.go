@@ -63,7 +63,6 @@ type Registry struct {
 	lookups      *prometheus.CounterVec
 	duplicateAge *prometheus.CounterVec
 	retries      prometheus.Counter
-	pruned       prometheus.Counter
 	claimLatency *histogram
 
 	receipts        *prometheus.GaugeVec
@@ -98,7 +97,6 @@ func New() *Registry {
 		duplicateAge: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "duplicate_hits_total",
 			Help: "Digests already sent, by time since the send: under_5m, same_day, later, beyond_horizon."}, []string{"age"}),
 		retries:      counter("temporary_retries_total", "Temporary send failures (4xx, 429, network) recorded as retryable; a digest retried twice counts twice."),
-		pruned:       counter("receipts_pruned_total", "Receipts deleted by \"digest prune\"."),
 		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip, one sample per digest of the batch.", ClaimLatencyBounds),
 		receipts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "receipts",
 			Help: "Receipts of the run's week by state at the end of the run; held and quarantined wait for an operator."}, []string{"state"}),
@@ -111,7 +109,7 @@ func New() *Registry {
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "last_success_timestamp_seconds",
 			Help: "Unix time the last run that exited 0 ended."}, nil),
 	}
-	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.pruned, r.claimLatency,
+	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.claimLatency,
 		r.receipts, r.oldestRetryable, r.oldestClaimed, r.pending, r.duration, r.exitCode, r.lastRun, r.lastSuccess)
 	for _, o := range Outcomes {
 		r.digests.WithLabelValues(o)
@@ -170,8 +168,5 @@ func (r *Registry) ObserveRun(run Run) {
 		r.lastSuccess.WithLabelValues().Set(unix(run.Finished))
 	}
 }
-
-// ObservePrune adds receipts deleted by a prune.
-func (r *Registry) ObservePrune(n int64) { r.pruned.Add(float64(n)) }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

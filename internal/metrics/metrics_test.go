@@ -36,7 +36,6 @@ func TestObserveRunAddsUpAndSetsGauges(t *testing.T) {
 	counts := &ledger.Counts{ByState: map[digest.State]int64{digest.StateHeld: 3}, OldestRetryable: time.Minute}
 	r.ObserveRun(Run{Summary: sum, Latency: &lat, Counts: counts, ExitCode: 3, Finished: end})
 	r.ObserveRun(Run{Summary: sum, ExitCode: 0, Finished: end.Add(time.Hour)})
-	r.ObservePrune(4)
 
 	fam := families(t, r)
 	value := func(name, label, val string) float64 {
@@ -65,7 +64,6 @@ func TestObserveRunAddsUpAndSetsGauges(t *testing.T) {
 		{"digest_duplicate_hits_total", "age", "same_day", 4},
 		{"digest_ledger_calls_total", "", "", 14},
 		{"digest_temporary_retries_total", "", "", 2},
-		{"digest_receipts_pruned_total", "", "", 4},
 		{"digest_receipts", "state", "held", 3},
 		{"digest_oldest_retryable_age_seconds", "", "", 60},
 		{"digest_run_exit_code", "", "", 0},

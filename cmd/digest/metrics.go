@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// pushTimeout bounds what the end of a run spends on metrics (reading the
+// week's counts, pushing). It is part of what a pod needs after SIGTERM:
+// the CronJob's terminationGracePeriodSeconds covers --grace plus this.
+const pushTimeout = 10 * time.Second
+
+// scheduleMetricsKey is the context key under which "digest schedule" hands
+// its registry to the runs it starts: they record into it instead of
+// pushing.
+type scheduleMetricsKey struct{}
+
+func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Context {
+	return context.WithValue(ctx, scheduleMetricsKey{}, reg)
+}
+
+// recordRun records a finished run (normal end, deadline or SIGTERM) in
+// the schedule's registry, or pushes it to DIGEST_PUSHGATEWAY_URL when set.
+// A metrics failure is logged and never changes the run's exit code.
+func recordRun(ctx context.Context, st *settings, log *slog.Logger, store ledger.Store, r *digest.Runner, cfg *digest.RunConfig, sum digest.Summary, runErr error) {
+	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
+	url := st.str("DIGEST_PUSHGATEWAY_URL")
+	if !scheduled && url == "" {
+		return
+	}
+	// After SIGTERM ctx is done, but the counts and the push still go out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	defer cancel()
+	run := metrics.Run{Summary: sum, Latency: r.ClaimLatency(), ExitCode: codeOf(runErr), Finished: time.Now()}
+	if c, err := store.Counts(ctx, cfg.Spec.Week); err != nil {
+		log.Warn("metrics: cannot read the week's counts", "week", cfg.Spec.Week.String(), "err", err)
+	} else {
+		run.Counts = &c
+	}
+	if !scheduled {
+		reg = metrics.New()
+	}
+	reg.ObserveRun(run)
+	if scheduled {
+		return
+	}
+	grouping := []metrics.Label{{Name: "shard", Value: cfg.Shard.String()}, {Name: "week", Value: cfg.Spec.Week.String()}, {Name: "mode", Value: string(cfg.Mode)}}
+	if err := reg.Push(ctx, url, nil, grouping...); err != nil {
+		log.Error("metrics: push failed", "err", err)
+	}
+}
+
+// recordPrune pushes a prune's count to DIGEST_PUSHGATEWAY_URL when set.
+func recordPrune(ctx context.Context, st *settings, log *slog.Logger, pruned int64) {
+	url := st.str("DIGEST_PUSHGATEWAY_URL")
+	if url == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	defer cancel()
+	if err := metrics.PushPrune(ctx, url, nil, pruned, time.Now()); err != nil {
+		log.Error("metrics: push failed", "err", err)
+	}
+}
+
+// codeOf is the exit code Main returns for a command's error.
+func codeOf(err error) int {
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return ExitFailure
+}
+
+// metricsMux serves the registry on /metrics and liveness on /healthz.
+func metricsMux(reg *metrics.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", reg.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// serveMetrics listens on addr (DIGEST_METRICS_ADDR) and serves reg until
+// ctx is done; the returned stop shuts the server down and waits for it.
+func serveMetrics(ctx context.Context, addr string, reg *metrics.Registry, log *slog.Logger) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, usagef("DIGEST_METRICS_ADDR=%q: %v", addr, err)
+	}
+	srv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("serving /metrics and /healthz", "addr", ln.Addr().String())
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}
+	return ln.Addr(), stop, nil
+}
+
+// startScheduleMetrics serves a new registry on DIGEST_METRICS_ADDR and
+// returns a context that makes the runs started with it record there.
+func startScheduleMetrics(ctx context.Context, st *settings, log *slog.Logger) (context.Context, func(), error) {
+	reg := metrics.New()
+	_, stop, err := serveMetrics(ctx, st.str("DIGEST_METRICS_ADDR"), reg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withScheduleMetrics(ctx, reg), stop, nil
+}

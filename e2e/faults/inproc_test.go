@@ -1,0 +1,93 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/e2etest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+// inProcess is the run loop wired as cmd/digest wires it (PostgreSQL
+// ledger and source, SMTP mailer), in-process so a test can move the clock
+// and shorten the backoff.
+type inProcess struct {
+	store  *ledger.Postgres
+	mailer *sender.SMTPMailer
+	now    func() time.Time
+}
+
+func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr string) *inProcess {
+	t.Helper()
+	store, err := ledger.OpenPostgres(context.Background(), ledger.Config{DatabaseURL: e.URL, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	smtp, err := sender.ParseSMTPURL("smtp://" + smtpAddr + "?tls=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sender.NewSMTPMailer(sender.MailerConfig{
+		SMTP: smtp, From: digest.Address{Name: "Digest", Email: "digest@bank.example"}, Concurrency: 4, Now: now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return &inProcess{store: store, mailer: m, now: now}
+}
+
+func (p *inProcess) runner(t *testing.T, cfg digest.RunConfig, lookup digest.Lookup) *digest.Runner {
+	t.Helper()
+	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rend, err := digest.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec = digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	cfg.RunID = "faults-" + t.Name()
+	cfg.Now = p.now
+	return &digest.Runner{
+		Ledger: p.store, Source: snapshot.NewPostgres(p.store.Pool(), 0), Keyring: kr, Renderer: rend,
+		Mailer: p.mailer, Lookup: lookup, Config: cfg,
+	}
+}
+
+// The week is sent, then replayed after the queue window: the clock moved
+// six minutes and seven days ahead (a CronJob retried a week later, an
+// operator's backfill). A queue's five-minute duplicate filter has long
+// forgotten; the ledger has not: zero sends.
+func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	want := e.Seed(200, week40)
+	first := e.MustRun("run", "--week", week40s)
+	if first.Count(t, "sent") != len(want) {
+		t.Fatalf("first run sent %d, want %d", first.Count(t, "sent"), len(want))
+	}
+
+	shift := 7*24*time.Hour + 6*time.Minute
+	later := func() time.Time { return time.Now().Add(shift) }
+	p := openInProcess(t, e, later, e.Mailpit.SMTPAddr())
+	r := p.runner(t, digest.RunConfig{Lease: 2 * time.Second}, sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
+	sum, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Sent != 0 || sum.Reconciled != 0 || sum.Duplicates != len(want) || !sum.Complete() {
+		t.Fatalf("replay a week later: %+v; want nothing sent and %d duplicates", sum, len(want))
+	}
+	if got := sum.DuplicateAges[digest.AgeLater]; got != len(want) {
+		t.Fatalf("duplicates by age %v: want all %d in %q", sum.DuplicateAges, len(want), digest.AgeBucketNames[digest.AgeLater])
+	}
+	e.AssertExactlyOnce(want)
+	t.Logf("NUMBERS replay: shift=%s sends=%d duplicates=%d ages=%v", shift, sum.Sent, sum.Duplicates, sum.DuplicateAges)
+}

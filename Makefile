@@ -9,5 +9,8 @@ build: ## build ./bin/digest
 test: ## the whole suite: installs/starts PostgreSQL and Mailpit when missing
 	./scripts/test
 
+bench: ## one seeded week end to end against a null SMTP server (README "Benchmarks")
+	go run ./cmd/digest bench $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin outbox digest.db digest.db-* .digest-keyring

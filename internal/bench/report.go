@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Print writes the result as an aligned table, one measure a line, the
+// names stable so that scripts and the test can read them.
+func (r *Result) Print(w io.Writer) error {
+	s := &r.Summary
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(name, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{name}, args...)...)
+	}
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	line("customers", "%d (concurrency %d, batch %d)", r.Customers, r.Concurrency, r.BatchSize)
+	if r.Seeded {
+		line("seed", "%s", r.SeedTime.Round(time.Millisecond))
+	} else {
+		line("seed", "reused")
+	}
+	line("sent", "%d (skipped %d without activity, duplicates %d)", s.Sent, s.Skipped, s.Duplicates)
+	line("run time", "%s", r.RunTime.Round(time.Millisecond))
+	line("digests/s", "%.0f", r.DigestsPS)
+	line("plain go-mail msg/s", "%.0f (%d messages in %s; %.0f before the run, %.0f after)",
+		r.PlainPS, r.PlainSent, r.PlainTime.Round(time.Millisecond), r.PlainEach[0], r.PlainEach[1])
+	line("ratio", "%.2f", r.Ratio)
+	line("ledger round trips/digest", "%.4f (%d calls)", r.CallsPerDg, s.LedgerCalls)
+	line("claim latency p50", "%s", s.ClaimP50.Round(time.Microsecond))
+	line("claim latency p99", "%s", s.ClaimP99.Round(time.Microsecond))
+	for _, op := range []string{"claim", "start", "finish"} {
+		if o, ok := r.Ledger[op]; ok && o.Calls > 0 {
+			line("ledger "+op, "%d calls, %.1f per call, %s per call, %s busy",
+				o.Calls, float64(o.Elements)/float64(o.Calls), (o.Total / time.Duration(o.Calls)).Round(time.Microsecond), o.Total.Round(time.Millisecond))
+		}
+	}
+	if s.Sent > 0 {
+		per := func(d time.Duration) time.Duration { return (d / time.Duration(s.Sent)).Round(time.Microsecond) }
+		line("CPU/digest", "%s this process (null SMTP server included), %s PostgreSQL (local processes)",
+			per(r.ProcessCPU), per(r.PostgresCPU))
+	}
+	if r.PlainSent > 0 {
+		line("CPU/plain message", "%s (null SMTP server included)", (r.PlainCPU / time.Duration(r.PlainSent)).Round(time.Microsecond))
+	}
+	line("peak RSS (VmHWM)", "%.1f MiB (%s)", mib(r.PeakRSS), r.PeakRSSFrom)
+	line("Go heap in use", "%.1f MiB peak, %.1f MiB at end", mib(int64(r.HeapInUse)), mib(int64(r.HeapAtEnd)))
+	if s.Sent > 0 {
+		n := float64(s.Sent)
+		line("ledger bytes/digest", "%.0f receipts + %.0f events", float64(r.ReceiptBytes)/n, float64(r.EventBytes)/n)
+		line("WAL bytes/digest", "%.0f", float64(r.WALBytes)/n)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+// runWeek runs the week through the real Runner, ledger, source and mailer,
+// and fills the run's part of res.
+func runWeek(ctx context.Context, cfg *Config, store *ledger.Postgres, addr string, res *Result) error {
+	keyring, err := newKeyring()
+	if err != nil {
+		return err
+	}
+	renderer, err := digest.NewRenderer()
+	if err != nil {
+		return err
+	}
+	mailer, err := newMailer(addr, cfg.Concurrency)
+	if err != nil {
+		return fmt.Errorf("bench: mailer: %w", err)
+	}
+	defer mailer.Close()
+	timed := newTimedLedger(store)
+	r := &digest.Runner{
+		Ledger: timed, Mailer: mailer, Source: snapshot.NewPostgres(store.Pool(), 0),
+		Keyring: keyring, Renderer: renderer,
+		Config: digest.RunConfig{
+			Spec:        digest.Spec{Week: cfg.Week, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
+			Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
+			RunID: "bench", Logger: cfg.Logger,
+		},
+	}
+	var walBefore string
+	if err := store.Pool().QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walBefore); err != nil {
+		return fmt.Errorf("bench: wal position: %w", err)
+	}
+
+	runtime.GC()
+	res.PeakRSSFrom = "run"
+	if !resetPeakRSS() {
+		res.PeakRSSFrom = "process" // the kernel refused the reset: the peak covers seeding too
+	}
+	heap := sampleHeap()
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+	}
+	cpu0, pg0 := processCPU(), postgresCPU()
+	t0 := time.Now()
+	sum, err := r.Run(ctx)
+	res.RunTime = time.Since(t0)
+	res.ProcessCPU, res.PostgresCPU = processCPU()-cpu0, postgresCPU()-pg0
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	res.HeapInUse = heap.stop()
+	res.PeakRSS = peakRSS()
+	res.HeapAtEnd = heapInUse()
+	res.Summary = sum
+	res.Ledger = timed.snapshot()
+	if err != nil {
+		return fmt.Errorf("bench: run: %w", err)
+	}
+	if !sum.Complete() || sum.Sent == 0 {
+		return fmt.Errorf("bench: run did not complete: %d sent, %d pending, %d failed", sum.Sent, sum.Pending, sum.Failed)
+	}
+	res.DigestsPS = float64(sum.Sent) / res.RunTime.Seconds()
+
+	err = store.Pool().QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walBefore).Scan(&res.WALBytes)
+	if err != nil {
+		return fmt.Errorf("bench: wal bytes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+// nullServer is an SMTP server that accepts every message and discards it.
+type nullServer struct {
+	srv   *smtp.Server
+	addr  string
+	count atomic.Int64
+}
+
+type nullSession struct{ count *atomic.Int64 }
+
+func (nullSession) Reset()                               {}
+func (nullSession) Logout() error                        { return nil }
+func (nullSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (nullSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s nullSession) Data(r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	if err == nil {
+		s.count.Add(1)
+	}
+	return err
+}
+
+func startNullSMTP() (*nullServer, error) {
+	n := &nullServer{}
+	n.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		return nullSession{count: &n.count}, nil
+	}))
+	n.srv.Domain = "localhost"
+	n.srv.AllowInsecureAuth = true
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: null SMTP server: %w", err)
+	}
+	n.addr = l.Addr().String()
+	go func() { _ = n.srv.Serve(l) }()
+	return n, nil
+}
+
+func (n *nullServer) close() { _ = n.srv.Close() }
+
+// plainLoop sends count pre-rendered digests with go-mail, one
+// persistent connection per worker: the cost of sending and nothing else.
+// Each message is built in the loop, as any sender must.
+func plainLoop(ctx context.Context, addr string, cfg Config, count int) (int, time.Duration, error) {
+	msgs, err := sampleMessages(cfg, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	clients := make([]*gomail.Client, cfg.Concurrency)
+	for i := range clients {
+		c, err := gomail.NewClient(host, gomail.WithPort(p), gomail.WithTLSPolicy(gomail.NoTLS), gomail.WithHELO("localhost"))
+		if err != nil {
+			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
+		}
+		if err := c.DialWithContext(ctx); err != nil {
+			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		sent  atomic.Int64
+		first error
+		once  sync.Once
+	)
+	total := int64(count)
+	t0 := time.Now()
+	for _, c := range clients {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < total && ctx.Err() == nil; i = next.Add(1) - 1 {
+				dm := msgs[int(i)%len(msgs)]
+				msg := gomail.NewMsg()
+				err := msg.From("Account digest <digest@example.com>")
+				if err == nil {
+					err = msg.AddToFormat(dm.To.Name, dm.To.Email)
+				}
+				if err == nil {
+					msg.Subject(dm.Subject)
+					msg.SetDate()
+					msg.SetMessageID()
+					msg.SetBodyString(gomail.TypeTextPlain, dm.Text)
+					msg.AddAlternativeString(gomail.TypeTextHTML, dm.HTML)
+					err = c.Send(msg)
+				}
+				if err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+				sent.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	if first != nil {
+		return int(sent.Load()), d, fmt.Errorf("bench: plain loop: %w", first)
+	}
+	return int(sent.Load()), d, ctx.Err()
+}
+
+// sampleMessages renders the first n non-empty synthetic digests, so the
+// plain loop sends bodies of the same size as the run.
+func sampleMessages(cfg Config, n int) ([]digest.Message, error) {
+	r, err := digest.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	spec := digest.Spec{Week: cfg.Week, Type: "weekly_activity", Version: "v1"}
+	var out []digest.Message
+	for rec := range snapshot.Synthetic(max(n*2, 200), cfg.Week, cfg.Seed) {
+		d, err := digest.Build(rec, spec)
+		if err != nil {
+			return nil, err
+		}
+		if d.Empty() {
+			continue
+		}
+		got, err := r.Render(&d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, digest.Message{To: digest.Address{Name: d.Customer.Name, Email: d.Customer.Email},
+			Subject: got.Subject, Text: got.Text, HTML: got.HTML})
+		if len(out) == n {
+			break
+		}
+	}
+	return out, nil
+}

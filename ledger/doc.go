@@ -5,10 +5,15 @@
 //
 // # Decisions this package makes
 //
-// Claim. On PostgreSQL each request is one INSERT … ON CONFLICT … DO UPDATE
-// … WHERE <claimable> statement; on SQLite the same decision runs inside a
-// BEGIN IMMEDIATE transaction, which holds the database's write lock. Either
-// way exactly one concurrent caller is told OutcomeClaimed.
+// Claim. On PostgreSQL a call is one multi-row INSERT … ON CONFLICT … DO
+// UPDATE … WHERE <claimable> statement (one row per request, each decided
+// atomically; requests sharing a key go to successive statements of the
+// same round trip). On SQLite the same decision runs inside one BEGIN
+// IMMEDIATE transaction, which holds the database's write lock. Either way
+// exactly one concurrent caller is told OutcomeClaimed. StartSending and
+// Finish are likewise one multi-row UPDATE per call, and every statement
+// that changes a receipt appends its history row in the same statement
+// (PostgreSQL, a data-modifying CTE) or transaction (SQLite).
 //
 // Fencing. Every claim gets a new int64 token. StartSending and Finish
 // succeed only while the row is still in state claimed with that token. A

@@ -1,11 +1,10 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,10 +12,12 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// claimSQL decides one ClaimRequest in one statement.
+// claimSQL decides a set of ClaimRequests in one statement, one row each.
+// No two requests of one statement share a candidate key (see rounds).
 //
-// $1 candidate keys (current first), $2 fingerprint, $3 ISO week, $4 run id,
-// $5 now, $6 lease expiry.
+// $1 candidate keys of each request joined by ',' (current first; keys
+// never contain a comma), $2 fingerprints, $3 ISO weeks, $4 run ids,
+// $5 lease expiries, $6 now.
 //
 // It relies on two PostgreSQL behaviours:
 //   - INSERT … ON CONFLICT DO UPDATE takes the row lock of the conflicting
@@ -27,24 +28,33 @@ import (
 //   - In DO UPDATE SET, r.* are the values before the update, so
 //     previous_state = r.state records where the transition came from.
 //
-// The final SELECT returns the claimed or quarantined row (changed = true),
-// or else the row as of the statement's snapshot (changed = false), or no
-// row when the receipt was inserted concurrently after that snapshot.
+// It returns, per request (idx, 1-based), the claimed or quarantined row
+// (changed = true), or else the row as of the statement's snapshot
+// (changed = false), or nothing when the receipt was inserted concurrently
+// after that snapshot. Rows are inserted in key order, so two statements
+// lock shared keys in the same order.
 const claimSQL = `
 WITH target AS (
-    -- The first candidate holding a receipt governs (an older key id after
-    -- a rotation); with none, a new receipt goes under the current key.
-    SELECT coalesce(
-        (SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[])
-          ORDER BY array_position($1::text[], r.key) LIMIT 1),
-        ($1::text[])[1]) AS key
+    SELECT q.idx, q.fingerprint, q.week, q.run_id, q.lease,
+        -- The first candidate holding a receipt governs (an older key id
+        -- after a rotation); with none, a new receipt goes under the
+        -- current key.
+        coalesce(
+            (SELECT x.key FROM receipts x WHERE x.key = ANY(q.keys)
+              ORDER BY array_position(q.keys, x.key) LIMIT 1),
+            q.keys[1]) AS key
+    FROM (
+        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.week, u.run_id, u.lease
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+            AS u(cands, fingerprint, week, run_id, lease, idx)
+    ) q
 ),
 claim AS (
     INSERT INTO receipts AS r (key, key_id, state, fingerprint, attempts, claim_token,
         lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
-    SELECT t.key, split_part(t.key, ':', 1), 'claimed', $2::text, 1, nextval('receipt_claim_token'),
-        $6::timestamptz, $5::timestamptz, $5::timestamptz, $4::text, $3::text, $5::timestamptz
-    FROM target t
+    SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, 1, nextval('receipt_claim_token'),
+        t.lease, $6::timestamptz, $6::timestamptz, t.run_id, t.week, $6::timestamptz
+    FROM target t ORDER BY t.key
     ON CONFLICT (key) DO UPDATE SET
         previous_state = r.state,
         state = CASE WHEN r.fingerprint <> excluded.fingerprint THEN 'quarantined' ELSE 'claimed' END,
@@ -67,11 +77,11 @@ claim AS (
         ELSE (r.state = 'retryable' AND r.next_attempt_at <= excluded.updated_at)
           OR (r.state = 'claimed' AND r.lease_expires_at <= excluded.updated_at) END
     RETURNING r.key, r.state, r.previous_state, r.fingerprint, r.attempts, r.claim_token,
-        r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent
+        r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent, r.run_id
 ),
 event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT c.key, $5::timestamptz, c.previous_state, c.state, $4::text,
+    SELECT c.key, $6::timestamptz, c.previous_state, c.state, c.run_id,
         CASE WHEN c.state = 'quarantined' THEN 'fingerprint differs from the stored one'
              WHEN c.previous_state IS NULL THEN 'claimed'
              WHEN c.previous_state = 'claimed' THEN 'lease expired; taken over'
@@ -79,86 +89,100 @@ event AS (
         || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN '; an earlier send may have reached the provider' ELSE '' END
     FROM claim c
 )
-SELECT true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
+SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent
-FROM claim c
+FROM target t JOIN claim c ON c.key = t.key
 UNION ALL
-SELECT false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
-    r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent
-FROM receipts r JOIN target t ON r.key = t.key
-WHERE NOT EXISTS (SELECT 1 FROM claim)`
+SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
+    x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent
+FROM target t JOIN receipts x ON x.key = t.key
+WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.key = t.key)`
 
 // readSQL reads the governing receipt among candidate keys $1.
 const readSQL = `
-SELECT false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
+SELECT 0, false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
     r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent
 FROM receipts r WHERE r.key = ANY($1::text[])
 ORDER BY array_position($1::text[], r.key) LIMIT 1`
 
 // scanCurrent scans the columns claimSQL and readSQL return.
-func scanCurrent(row pgx.Row) (c *current, changed bool, err error) {
+func scanCurrent(row pgx.Row) (c *current, idx int, changed bool, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
 		ref                 *string
 	)
 	c = &current{}
-	err = row.Scan(&changed, &key, &state, &c.fingerprint, &c.attempts, &c.token,
+	err = row.Scan(&idx, &changed, &key, &state, &c.fingerprint, &c.attempts, &c.token,
 		&lease, &next, &sentAt, &ref, &c.maybeSent)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	c.key, c.state = digest.Key(key), digest.State(state)
 	c.leaseExpires, c.nextAttempt, c.sentAt = timeOrZero(lease), timeOrZero(next), timeOrZero(sentAt)
 	c.providerRef = stringOrEmpty(ref)
-	return c, changed, nil
+	return c, idx, changed, nil
 }
 
-// Claim decides each request with one statement; all of them go in one
-// round trip and one implicit transaction. Statements are sent in key order
-// so that two overlapping batches lock rows in the same order.
+// Claim decides all requests in one round trip and one implicit
+// transaction: one multi-row statement per round (see rounds), usually one.
 func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
 	if err := validateClaims(reqs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
-	order := make([]int, len(reqs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Compare(reqs[a].Keys[0], reqs[b].Keys[0])
-	})
 	res := make([]digest.ClaimResult, len(reqs))
-	var missing []int // receipts inserted by others after our snapshot
+	decided := make([]bool, len(reqs))
+	stmts := rounds(len(reqs), func(i int) []digest.Key { return reqs[i].Keys })
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
-		for _, i := range order {
-			r := reqs[i]
-			b.Queue(claimSQL, keyStrings(r.Keys), r.Fingerprint, r.Week.String(), r.RunID,
-				now, now.Add(r.Lease))
+		for _, round := range stmts {
+			cands, fps, weeks, runs, leases := make([]string, len(round)), make([]string, len(round)),
+				make([]string, len(round)), make([]string, len(round)), make([]time.Time, len(round))
+			for j, i := range round {
+				r := reqs[i]
+				cands[j] = strings.Join(keyStrings(r.Keys), ",")
+				fps[j], weeks[j], runs[j], leases[j] = r.Fingerprint, r.Week.String(), r.RunID, now.Add(r.Lease)
+			}
+			b.Queue(claimSQL, cands, fps, weeks, runs, leases, now)
 		}
 		return b
 	}
 	read := func(br pgx.BatchResults) error {
-		missing = missing[:0]
-		for _, i := range order {
-			c, changed, err := scanCurrent(br.QueryRow())
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				missing = append(missing, i)
-			case err != nil:
-				return fmt.Errorf("claim %s: %w", reqs[i].Keys[0], err)
-			case changed && c.state == digest.StateClaimed:
-				res[i] = claimed(c)
-			default:
-				res[i] = report(c, reqs[i].Fingerprint, now)
+		clear(decided)
+		for _, round := range stmts {
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("claim: %w", err)
+			}
+			for rows.Next() {
+				c, idx, changed, err := scanCurrent(rows)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("claim: %w", err)
+				}
+				i := round[idx-1]
+				decided[i] = true
+				if changed && c.state == digest.StateClaimed {
+					res[i] = claimed(c)
+				} else {
+					res[i] = report(c, reqs[i].Fingerprint, now)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("claim: %w", err)
 			}
 		}
 		return nil
 	}
 	if err := s.sendBatch(ctx, build, read); err != nil {
 		return nil, err
+	}
+	var missing []int // receipts inserted by others after a statement's snapshot
+	for i, ok := range decided {
+		if !ok {
+			missing = append(missing, i)
+		}
 	}
 	if len(missing) > 0 {
 		if err := s.readMissing(ctx, reqs, missing, res, now); err != nil {
@@ -178,7 +202,7 @@ func (s *Postgres) readMissing(ctx context.Context, reqs []digest.ClaimRequest, 
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	for _, i := range missing {
-		c, _, err := scanCurrent(br.QueryRow())
+		c, _, _, err := scanCurrent(br.QueryRow())
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// Gone again (pruned in between): report busy; the next run decides.

@@ -10,51 +10,62 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// startSQL marks a claim's send as started: $1 key, $2 token, $3 now.
-// Only the current token of a row still in state claimed matches; an
-// expired lease nobody took over still holds the row.
+// startSQL marks claims' sends as started, one row per fence: $1 keys,
+// $2 tokens, $3 now. Only the current token of a row still in state
+// claimed matches; an expired lease nobody took over still holds the row.
+// It returns the 1-based positions of the fences that matched.
 const startSQL = `
 WITH s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    WHERE r.key = $1::text AND r.claim_token = $2::bigint AND r.state = 'claimed'
-    RETURNING r.key, r.run_id
+    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = 'claimed'
+    RETURNING f.idx, r.key, r.run_id
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
     SELECT key, $3::timestamptz, 'claimed', 'claimed', run_id, 'send started' FROM s
 )
-SELECT count(*) FROM s`
+SELECT idx FROM s`
 
-// finishSQL ends a claim: $1 key, $2 token, $3 new state, $4 provider ref,
-// $5 next attempt, $6 maybe sent (retryable), $7 now, $8 reason, $9 run id,
-// $10 history detail. The same fence as startSQL.
+// finishSQL ends claims, one row per Finish: $1 keys, $2 tokens, $3 new
+// states, $4 provider refs, $5 next attempts, $6 maybe sent (retryable),
+// $7 reasons, $8 run ids, $9 history details, $10 now. The same fence as
+// startSQL; it returns the positions that matched.
 const finishSQL = `
 WITH f AS (
     UPDATE receipts r SET
         previous_state = r.state,
-        state = $3::text,
+        state = f.state,
         lease_expires_at = NULL,
-        sent_at = CASE WHEN $3::text = 'sent' THEN $7::timestamptz ELSE r.sent_at END,
-        provider_ref = CASE WHEN $3::text = 'sent' THEN $4::text ELSE r.provider_ref END,
-        next_attempt_at = CASE WHEN $3::text = 'retryable' THEN $5::timestamptz END,
-        maybe_sent = CASE WHEN $3::text = 'retryable' THEN $6::boolean ELSE r.maybe_sent OR r.send_started END,
-        last_error = CASE WHEN $3::text = 'sent' THEN r.last_error ELSE $8::text END,
-        run_id = $9::text,
-        updated_at = $7::timestamptz
-    WHERE r.key = $1::text AND r.claim_token = $2::bigint AND r.state = 'claimed'
-    RETURNING r.key, r.previous_state, r.state
+        sent_at = CASE WHEN f.state = 'sent' THEN $10::timestamptz ELSE r.sent_at END,
+        provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
+        maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
+        last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
+        run_id = f.run_id,
+        updated_at = $10::timestamptz
+    FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
+            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
+        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
+    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = 'claimed'
+    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $7::timestamptz, previous_state, state, $9::text, $10::text FROM f
+    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM f
 )
-SELECT count(*) FROM f`
+SELECT idx FROM f`
 
 // StartSending marks each fence's send as started, in one round trip.
 func (s *Postgres) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
 	now := s.nowUTC()
-	return s.fenced(ctx, "start sending", len(fences), func(i int) (digest.Key, string, []any) {
-		f := fences[i]
-		return f.Key, startSQL, []any{string(f.Key), f.Token, now}
-	})
+	return s.fenced(ctx, "start sending", len(fences),
+		func(i int) digest.Key { return fences[i].Key },
+		func(round []int) (string, []any) {
+			keys, tokens := make([]string, len(round)), make([]int64, len(round))
+			for j, i := range round {
+				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+			}
+			return startSQL, []any{keys, tokens, now}
+		})
 }
 
 // Finish records each outcome, in one round trip.
@@ -63,33 +74,55 @@ func (s *Postgres) Finish(ctx context.Context, fs []digest.Finish) ([]error, err
 		return nil, err
 	}
 	now := s.nowUTC()
-	return s.fenced(ctx, "finish", len(fs), func(i int) (digest.Key, string, []any) {
-		f := fs[i]
-		return f.Key, finishSQL, []any{string(f.Key), f.Token, string(f.State), f.ProviderRef,
-			nextAttempt(f, now).UTC(), f.MaybeSent, now, f.Reason, f.RunID, finishDetail(f)}
-	})
+	return s.fenced(ctx, "finish", len(fs),
+		func(i int) digest.Key { return fs[i].Key },
+		func(round []int) (string, []any) {
+			n := len(round)
+			keys, tokens, states, refs := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
+			nexts, maybes := make([]*time.Time, n), make([]bool, n)
+			reasons, runs, details := make([]string, n), make([]string, n), make([]string, n)
+			for j, i := range round {
+				f := fs[i]
+				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
+				if f.State == digest.StateRetryable {
+					next := nextAttempt(f, now).UTC()
+					nexts[j] = &next
+				}
+				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, finishDetail(f)
+			}
+			return finishSQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now}
+		})
 }
 
-// fenced sends n fenced updates (statements returning how many rows they
-// changed) in one batch; an element that changed nothing lost its claim.
-func (s *Postgres) fenced(ctx context.Context, what string, n int, stmt func(i int) (digest.Key, string, []any)) ([]error, error) {
+// fenced runs fenced multi-row updates, one statement per round, in one
+// round trip; an element whose position is not returned lost its claim.
+func (s *Postgres) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, stmt func(round []int) (string, []any)) ([]error, error) {
+	stmts := rounds(n, func(i int) []digest.Key { return []digest.Key{keyOf(i)} })
 	errs := make([]error, n)
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
-		for i := range n {
-			_, sql, args := stmt(i)
+		for _, round := range stmts {
+			sql, args := stmt(round)
 			b.Queue(sql, args...)
 		}
 		return b
 	}
 	read := func(br pgx.BatchResults) error {
-		for i := range n {
-			var changed int
-			if err := br.QueryRow().Scan(&changed); err != nil {
-				key, _, _ := stmt(i)
-				return fmt.Errorf("%s %s: %w", what, key, err)
+		for i := range errs {
+			errs[i] = digest.ErrStaleClaim
+		}
+		for _, round := range stmts {
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			errs[i] = staleIf(changed == 0)
+			matched, err := pgx.CollectRows(rows, pgx.RowTo[int])
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			for _, idx := range matched {
+				errs[round[idx-1]] = nil
+			}
 		}
 		return nil
 	}
@@ -97,13 +130,6 @@ func (s *Postgres) fenced(ctx context.Context, what string, n int, stmt func(i i
 		return nil, err
 	}
 	return errs, nil
-}
-
-func staleIf(stale bool) error {
-	if stale {
-		return digest.ErrStaleClaim
-	}
-	return nil
 }
 
 // observeSQL records one observation and reads, from the statement's

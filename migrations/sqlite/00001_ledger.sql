@@ -33,9 +33,12 @@ CREATE TABLE receipts (
     iso_week             TEXT    NOT NULL,
     updated_at           INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- Few indexes: every claim and finish maintains each of them. Counts and
+-- lists by week use the first; the partial one finds what needs attention
+-- (claimed, retryable, held, quarantined, failed) without indexing the
+-- sent majority. Prune scans, rarely.
 CREATE INDEX receipts_week_state ON receipts (iso_week, state);
-CREATE INDEX receipts_state_updated ON receipts (state, updated_at);
-CREATE INDEX receipts_updated ON receipts (updated_at);
+CREATE INDEX receipts_attention ON receipts (state, updated_at) WHERE state <> 'sent';
 
 CREATE TABLE receipt_events (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -207,6 +207,9 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 
 	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {
+			if ctx.Err() != nil {
+				return r.c.snapshot(), nil // interrupted while checking: nothing claimed
+			}
 			return r.c.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
 		}
 	}

@@ -493,3 +493,29 @@ func writeSnapshot(t *testing.T, path string, n int) {
 }
 
 func createFile(path string) (*os.File, error) { return os.Create(path) }
+
+// checkInterrupted is a source whose up-front check sees SIGTERM.
+type checkInterrupted struct {
+	*snapshot.File
+	cancel context.CancelFunc
+}
+
+func (c checkInterrupted) Check(ctx context.Context) error {
+	c.cancel()
+	<-ctx.Done()
+	return fmt.Errorf("check: %w", ctx.Err())
+}
+
+func TestRunInterruptedDuringCheckIsNotARefusal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 5)
+	p := newProvider()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := f.runner(p, p, nil)
+	r.Source = checkInterrupted{File: f.src, cancel: cancel}
+	sum, err := r.Run(ctx)
+	if err != nil || !sum.Interrupted || len(p.sends) != 0 {
+		t.Fatalf("Run = %+v, %v; want interrupted, no error, nothing sent", sum, err)
+	}
+}

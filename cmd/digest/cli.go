@@ -182,8 +182,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, err
+				return nil, err // the flag package has printed fs.Usage
 			}
 			return nil, usagef("%v", err)
 		}

@@ -110,6 +110,9 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Usage") || errOut != "" {
 			t.Errorf("digest %s --help: exit %d, stderr %q\n%s", c.name, code, errOut, out)
 		}
+		if n := strings.Count(out, "Flags:"); n != 1 {
+			t.Errorf("digest %s --help prints its help %d times", c.name, n)
+		}
 		if c.name != "version" && !strings.Contains(out, "Example") {
 			t.Errorf("digest %s --help has no examples", c.name)
 		}

@@ -99,7 +99,10 @@ func ParseSMTPURL(raw string) (SMTPConfig, error) {
 		return c, fmt.Errorf("%w: unexpected path or fragment", ErrSMTPURL)
 	}
 	c.Host = u.Hostname()
-	if c.Host == "" || strings.ContainsFunc(c.Host, isSpaceOrControl) {
+	// A colon belongs only in an IPv6 literal: "smtp://::" would give the
+	// host ":", which no dialer can reach and String cannot write back.
+	if c.Host == "" || strings.ContainsFunc(c.Host, isSpaceOrControl) ||
+		strings.Contains(c.Host, ":") && net.ParseIP(c.Host) == nil {
 		return c, fmt.Errorf("%w: missing or invalid host", ErrSMTPURL)
 	}
 	if u.User != nil {

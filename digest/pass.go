@@ -22,15 +22,34 @@ type item struct {
 	reconciled bool
 }
 
-// pass is one scan of the source: read → claim (batched) → send
-// (concurrent) → finish (batched). Stages are joined by bounded channels,
-// so memory is flat in the number of customers and sending never waits
-// for a ledger round trip that a batch can absorb.
+// pass is one scan of the source, a pipeline of stages joined by bounded
+// channels:
+//
+//	read → claim (batched) → start sending (batched) → send (concurrent) → finish (batched)
+//
+// Each stage runs in its own goroutine, so the claim of the next batch and
+// the record of the last one overlap the sends of the current one: sending
+// never waits for a ledger round trip. Memory is flat in the number of
+// customers: at most a few batches are in flight.
+//
+// What each queue holds on a crash decides what the next run does, so the
+// queues are sized to the rules of the ledger: claims not yet marked as
+// sending (in claimed) are re-sent without a look-up once their lease ends;
+// claims marked as sending and not yet sent (in sends) are at most one
+// batch, the same window a single batched StartSending always had.
 type pass struct {
 	r   *Runner
 	n   int
 	due nextDueTracker
 }
+
+// batchLinger is how long a batch waits to fill once its first item is
+// there. Claims almost always find a full batch waiting; finishes arrive
+// one send at a time, and lingering turns them into a few round trips per
+// hundred digests instead of one per handful. A longer wait would only
+// widen the window in which a crash leaves sent digests unrecorded (each
+// then costs a look-up, never a duplicate).
+const batchLinger = 50 * time.Millisecond
 
 func (p *pass) nextDue() time.Time { return p.due.get() }
 
@@ -47,18 +66,26 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	})
 	defer stopGrace()
 
-	// pctx stops the reader when a later stage fails.
+	// pctx stops the reader and the claims when a later stage fails.
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
 
 	items := make(chan *item, cfg.BatchSize)
-	sends := make(chan *item, cfg.Concurrency)
+	claimed := make(chan []*item, 1) // claimed, not marked as sending
+	sends := make(chan *item, cfg.BatchSize)
 	done := make(chan *item, cfg.BatchSize)
 
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(pctx, q, items) }()
 	go func() {
-		err := p.claim(pctx, hard, items, sends, done)
+		err := p.claim(pctx, items, claimed, done)
+		if err != nil {
+			pcancel()
+		}
+		errc <- err
+	}()
+	go func() {
+		err := p.start(pctx, hard, claimed, sends, done)
 		if err != nil {
 			pcancel()
 		}
@@ -81,7 +108,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	finErr := p.finish(hard, done)
 
 	var first error
-	for range 2 {
+	for range 3 {
 		if err := <-errc; err != nil && first == nil {
 			first = err
 		}
@@ -153,13 +180,16 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 	return nil
 }
 
-// gather blocks for one item, then takes whatever else is ready, up to n.
-func gather(ch <-chan *item, n int) []*item {
+// gather blocks for one item, then takes more until it has n, the channel
+// is closed, or linger has passed since the first.
+func gather(ch <-chan *item, n int, linger time.Duration) []*item {
 	it, ok := <-ch
 	if !ok {
 		return nil
 	}
-	batch := []*item{it}
+	batch := make([]*item, 1, n)
+	batch[0] = it
+	var timeout <-chan time.Time
 	for len(batch) < n {
 		select {
 		case it, ok := <-ch:
@@ -167,7 +197,21 @@ func gather(ch <-chan *item, n int) []*item {
 				return batch
 			}
 			batch = append(batch, it)
+			continue
 		default:
+		}
+		if timeout == nil {
+			t := time.NewTimer(linger)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, it)
+		case <-timeout:
 			return batch
 		}
 	}

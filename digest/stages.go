@@ -8,13 +8,13 @@ import (
 )
 
 // claim takes items in batches, claims them in one ledger call per batch,
-// and routes each by outcome. Claims whose send is about to start are
-// marked in one more call per batch before they are handed to the senders.
-func (p *pass) claim(ctx, hard context.Context, items <-chan *item, sends, done chan<- *item) error {
-	defer close(sends)
+// and routes each by outcome. The claims whose send is to start go on to
+// the start stage as one batch, so that the next claim overlaps them.
+func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+	defer close(claimed)
 	r, cfg := p.r, &p.r.Config
 	for {
-		batch := gather(items, cfg.BatchSize)
+		batch := gather(items, cfg.BatchSize, batchLinger)
 		if batch == nil {
 			return nil
 		}
@@ -56,10 +56,25 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, sends, done 
 				start = append(start, it)
 			}
 		}
-		if err := p.startSending(ctx, hard, start, sends, done); err != nil {
-			return err
+		if len(start) > 0 {
+			claimed <- start
 		}
 	}
+}
+
+// start marks each claimed batch as sending and hands it to the senders.
+// After a failure it keeps draining claimed, so that the claim stage ends;
+// the claims it drops stay "claimed, send not started".
+func (p *pass) start(ctx, hard context.Context, claimed <-chan []*item, sends, done chan<- *item) error {
+	defer close(sends)
+	var first error
+	for batch := range claimed {
+		if first != nil {
+			continue
+		}
+		first = p.startSending(ctx, hard, batch, sends, done)
+	}
+	return first
 }
 
 // route counts a claim outcome and reports whether the item goes on to be
@@ -277,15 +292,24 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 	}
 }
 
-// finish records outcomes in batches, one ledger call per batch.
+// finish records outcomes in batches, one ledger call per batch. One
+// goroutine gathers the next batch while this one writes the last, so the
+// senders never wait for the write.
 func (p *pass) finish(hard context.Context, done <-chan *item) error {
 	r, cfg := p.r, &p.r.Config
-	var first error
-	for {
-		batch := gather(done, cfg.BatchSize)
-		if batch == nil {
-			return first
+	batches := make(chan []*item, 1)
+	go func() {
+		defer close(batches)
+		for {
+			batch := gather(done, cfg.BatchSize, batchLinger)
+			if batch == nil {
+				return
+			}
+			batches <- batch
 		}
+	}()
+	var first error
+	for batch := range batches {
 		var fs []Finish
 		var its []*item
 		for _, it := range batch {
@@ -316,6 +340,7 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 			p.count(it)
 		}
 	}
+	return first
 }
 
 func (p *pass) count(it *item) {

@@ -136,8 +136,8 @@ type Result struct {
 	CallsPerDg float64       // ledger round trips per digest sent
 	ServerMsgs int64         // messages the null server received (run + plain loop)
 	// ProcessCPU is the CPU time this process used during the run (the
-	// null SMTP server's share included); PostgresCPU that of the local
-	// PostgreSQL processes, zero for a remote server.
+	// null SMTP server's share included); PostgresCPU that of the run's
+	// PostgreSQL backends when the server is local, zero for a remote one.
 	ProcessCPU, PostgresCPU time.Duration
 	// Ledger is the time each ledger method took during the run, by
 	// "claim", "start" and "finish".

@@ -22,15 +22,13 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// postgresCPU returns the CPU time used so far by the processes named
-// "postgres" on this machine (a local server's backends, WAL writer and
-// checkpointer), or zero when there are none to see. Backends that exit
-// during the measurement take their time with them, so the run keeps its
-// connections open: the pool's.
-func postgresCPU() time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+// backendCPU returns the CPU time used so far by the PostgreSQL backends
+// pids, when the server runs on this machine (zero otherwise): the run's
+// own connections, not other clients' nor the server's background writers.
+func backendCPU(pids []uint32) time.Duration {
 	var ticks int64
-	for _, p := range stats {
+	for _, pid := range pids {
+		p := filepath.Join("/proc", strconv.Itoa(int(pid)), "stat")
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue

@@ -39,7 +39,7 @@ func (r *Result) Print(w io.Writer) error {
 	}
 	if s.Sent > 0 {
 		per := func(d time.Duration) time.Duration { return (d / time.Duration(s.Sent)).Round(time.Microsecond) }
-		line("CPU/digest", "%s this process (null SMTP server included), %s PostgreSQL (local processes)",
+		line("CPU/digest", "%s this process (null SMTP server included), %s PostgreSQL backends of the run",
 			per(r.ProcessCPU), per(r.PostgresCPU))
 	}
 	if r.PlainSent > 0 {

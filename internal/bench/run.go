@@ -7,10 +7,35 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/snapshot"
 )
+
+// backendPIDs opens every connection of the pool and returns their
+// backends' process ids, so that their CPU time can be read around the
+// run. The pool keeps idle connections for far longer than a run.
+func backendPIDs(ctx context.Context, pool *pgxpool.Pool) ([]uint32, error) {
+	n := int(pool.Config().MaxConns)
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	var pids []uint32
+	for range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bench: acquire: %w", err)
+		}
+		conns = append(conns, c)
+		pids = append(pids, c.Conn().PgConn().PID())
+	}
+	return pids, nil
+}
 
 // runWeek runs the week through the real Runner, ledger, source and mailer,
 // and fills the run's part of res.
@@ -54,11 +79,15 @@ func runWeek(ctx context.Context, cfg *Config, store *ledger.Postgres, addr stri
 			return fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
-	cpu0, pg0 := processCPU(), postgresCPU()
+	pids, err := backendPIDs(ctx, store.Pool())
+	if err != nil {
+		return err
+	}
+	cpu0, pg0 := processCPU(), backendCPU(pids)
 	t0 := time.Now()
 	sum, err := r.Run(ctx)
 	res.RunTime = time.Since(t0)
-	res.ProcessCPU, res.PostgresCPU = processCPU()-cpu0, postgresCPU()-pg0
+	res.ProcessCPU, res.PostgresCPU = processCPU()-cpu0, backendCPU(pids)-pg0
 	if cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
 	}

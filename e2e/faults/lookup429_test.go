@@ -42,8 +42,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(30, week40)
-	px := startProxy(t, e.Mailpit.SMTPAddr())
-	px.cutData = func(int) bool { return true }
+	px := startProxy(t, e.Mailpit.SMTPAddr(), func(int) bool { return true })
 	st := &storm{retryAfter: "1", at: map[string][]time.Time{}}
 	srv := httptest.NewServer(st)
 	t.Cleanup(srv.Close)

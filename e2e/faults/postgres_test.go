@@ -165,7 +165,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := startProxy(t, u.Host)
+	px := startProxy(t, u.Host, nil)
 	e.Set("DIGEST_DATABASE_URL", withURL(t, e, px.Addr(), "digest_faults_restart"))
 
 	restarts := 0

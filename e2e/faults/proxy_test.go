@@ -21,7 +21,8 @@ type proxy struct {
 	target string
 
 	// cutData, when set, is asked once per message (n counts from 1)
-	// whether to drop the connection after its data.
+	// whether to drop the connection after its data. Set by startProxy,
+	// before the first connection.
 	cutData func(n int) bool
 
 	down     atomic.Bool
@@ -34,13 +35,14 @@ type proxy struct {
 	conns map[net.Conn]struct{}
 }
 
-func startProxy(t testing.TB, target string) *proxy {
+// startProxy starts a proxy to target; cutData may be nil (see proxy).
+func startProxy(t testing.TB, target string, cutData func(n int) bool) *proxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, l: l, target: target, conns: map[net.Conn]struct{}{}}
+	p := &proxy{t: t, l: l, target: target, cutData: cutData, conns: map[net.Conn]struct{}{}}
 	go p.serve()
 	t.Cleanup(func() {
 		l.Close()

@@ -32,8 +32,7 @@ func TestSMTPDropAfterDataIsLookedUpNotResent(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(120, week40)
-	px := startProxy(t, e.Mailpit.SMTPAddr())
-	px.cutData = cutSome(t)
+	px := startProxy(t, e.Mailpit.SMTPAddr(), cutSome(t))
 	e.Set("DIGEST_SMTP_URL", "smtp://"+px.Addr()+"?tls=none")
 
 	r := e.Run("run", "--week", week40s, "--deadline", "2m")
@@ -61,8 +60,7 @@ func TestSMTPDropAfterDataWithoutLookupHolds(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	e.Unset("DIGEST_LOOKUP_URL")
 	want := e.Seed(120, week40)
-	px := startProxy(t, e.Mailpit.SMTPAddr())
-	px.cutData = cutSome(t)
+	px := startProxy(t, e.Mailpit.SMTPAddr(), cutSome(t))
 	e.Set("DIGEST_SMTP_URL", "smtp://"+px.Addr()+"?tls=none")
 
 	r := e.Run("run", "--week", week40s, "--ambiguous", "hold", "--deadline", "0")

@@ -85,7 +85,8 @@ func TestTwoProcesses(t *testing.T) {
 		}
 		for i, c := range children {
 			if line := readLine(t, c.out); line != "ready" {
-				t.Fatalf("child %d: %q, want ready", i, line)
+				rest, _ := io.ReadAll(c.out)
+				t.Fatalf("child %d: %q, want ready; then:\n%s", i, line, rest)
 			}
 		}
 		for _, c := range children {

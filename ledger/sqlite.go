@@ -11,22 +11,25 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/migrations"
 )
 
-// SQLite is the embedded ledger in one SQLite file (WAL mode, synchronous
-// FULL so a committed claim or send mark survives power loss). Writes run in
+// SQLite is the embedded ledger in one SQLite file (WAL mode once
+// migrated; synchronous FULL so a committed claim or send mark survives
+// power loss). Writes run in
 // BEGIN IMMEDIATE transactions, one per call, so a claim's read and write
 // hold the database's write lock together. Several processes may share the
 // file; they wait on each other for up to the busy timeout.
 type SQLite struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
-	log  *slog.Logger
+	db    *sql.DB
+	stmts *stmtCache
+	path  string
+	now   func() time.Time
+	log   *slog.Logger
 }
 
 var (
@@ -37,11 +40,13 @@ var (
 // busyTimeout is how long a writer waits for another process's write lock.
 const busyTimeout = 30 * time.Second
 
-// sqliteDSN is the modernc.org/sqlite connection string for path.
+// sqliteDSN is the modernc.org/sqlite connection string for path. The
+// journal mode is not in it: WAL is a property of the file, set once by
+// Migrate under the migration lock, because two processes switching a new
+// file to WAL at the same moment can fail with SQLITE_BUSY.
 func sqliteDSN(path, txlock string, busy time.Duration) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", txlock)
 	return "file:" + path + "?" + q.Encode()
@@ -64,11 +69,11 @@ func OpenSQLite(ctx context.Context, cfg Config) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
-	return &SQLite{db: db, path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
+	return &SQLite{db: db, stmts: newStmtCache(), path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return errors.Join(s.stmts.close(), s.db.Close()) }
 
 // Migrate applies pending migrations with goose, holding an exclusive lock
 // on the companion file PATH-migrate-lock so that two processes migrating
@@ -92,8 +97,9 @@ type fileLocker struct {
 	tx   *sql.Tx
 }
 
-// SessionLock waits up to ten minutes for the lock.
-func (l *fileLocker) SessionLock(ctx context.Context, _ *sql.Conn) error {
+// SessionLock waits up to ten minutes for the lock, then switches the
+// ledger file (goose's conn) to WAL mode.
+func (l *fileLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", (10*time.Minute).Milliseconds()))
 	q.Set("_txlock", "exclusive")
@@ -107,6 +113,9 @@ func (l *fileLocker) SessionLock(ctx context.Context, _ *sql.Conn) error {
 		return fmt.Errorf("migration lock: %w", err)
 	}
 	l.db, l.tx = db, tx
+	if err := setWAL(ctx, conn); err != nil {
+		return errors.Join(fmt.Errorf("migration: %w", err), l.SessionUnlock(ctx, conn))
+	}
 	return nil
 }
 
@@ -120,13 +129,49 @@ func (l *fileLocker) SessionUnlock(context.Context, *sql.Conn) error {
 	return err
 }
 
+// setWAL switches the file to WAL mode unless it is in it already.
+func setWAL(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if strings.EqualFold(mode, "wal") {
+		return nil
+	}
+	// The switch needs the file to itself for a moment; a connection just
+	// opening (another store, another process) can make it fail at once
+	// with SQLITE_BUSY rather than wait, so try again for a few seconds.
+	for range 100 {
+		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if !isBusy(err) {
+			if err != nil {
+				return fmt.Errorf("set WAL mode: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("set WAL mode: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("set WAL mode: database stayed busy")
+}
+
+// isBusy reports SQLITE_BUSY (or an extended code of it).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // write runs fn in one BEGIN IMMEDIATE transaction.
-func (s *SQLite) write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) write(ctx context.Context, fn func(sqliteTx) error) error {
+	defer s.stmts.prepareWanted(ctx, s.db)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(sqliteTx{tx, s.stmts}); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
@@ -155,7 +200,7 @@ func fromUs(n sql.NullInt64) time.Time {
 // returns the stored value.
 func (s *SQLite) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed time.Time) (time.Time, error) {
 	var asOf sql.NullInt64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
 VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, pin.Type, pin.Week.String(), pin.Version, proposed.UnixMicro(), s.nowUTC().UnixMicro())
 		if err != nil {

@@ -20,7 +20,7 @@ func (s *SQLite) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]diges
 	}
 	now := s.nowUTC()
 	res := make([]digest.ClaimResult, len(reqs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, r := range reqs {
 			var err error
 			if res[i], err = claimOne(ctx, tx, r, now); err != nil {
@@ -36,7 +36,7 @@ func (s *SQLite) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]diges
 }
 
 // claimOne applies the same decision as the PostgreSQL claim statement.
-func claimOne(ctx context.Context, tx *sql.Tx, r digest.ClaimRequest, now time.Time) (digest.ClaimResult, error) {
+func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.Time) (digest.ClaimResult, error) {
 	c, err := readCurrent(ctx, tx, r.Keys)
 	if err != nil {
 		return digest.ClaimResult{}, err
@@ -98,7 +98,7 @@ WHERE key = ?`, c.attempts, token, now.Add(r.Lease).UnixMicro(), c.maybeSent, no
 
 // readCurrent returns the governing receipt among keys (the first candidate
 // that has one), or nil.
-func readCurrent(ctx context.Context, tx *sql.Tx, keys []digest.Key) (*current, error) {
+func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*current, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT key, state, fingerprint, attempts, claim_token, lease_expires_at,
     next_attempt_at, sent_at, coalesce(provider_ref, ''), maybe_sent, send_started
 FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
@@ -127,13 +127,13 @@ FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
 	return best, rows.Err()
 }
 
-func nextToken(ctx context.Context, tx *sql.Tx) (int64, error) {
+func nextToken(ctx context.Context, tx sqliteTx) (int64, error) {
 	var token int64
 	err := tx.QueryRowContext(ctx, `UPDATE ledger_counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value`).Scan(&token)
 	return token, err
 }
 
-func sqliteEvent(ctx context.Context, tx *sql.Tx, key digest.Key, at time.Time, from, to digest.State, runID, detail string) error {
+func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time, from, to digest.State, runID, detail string) error {
 	var fromState any
 	if from != "" {
 		fromState = string(from)
@@ -147,7 +147,7 @@ VALUES (?, ?, ?, ?, ?, ?)`, string(key), at.UnixMicro(), fromState, string(to), 
 func (s *SQLite) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
 	now := s.nowUTC()
 	errs := make([]error, len(fences))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
 			var runID string
 			err := tx.QueryRowContext(ctx, `UPDATE receipts SET send_started = 1, send_started_at = ?, updated_at = ?
@@ -178,7 +178,7 @@ func (s *SQLite) Finish(ctx context.Context, fs []digest.Finish) ([]error, error
 	}
 	now := s.nowUTC()
 	errs := make([]error, len(fs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fs {
 			var next any
 			if f.State == digest.StateRetryable {
@@ -221,7 +221,7 @@ func (s *SQLite) Observe(ctx context.Context, obs []digest.Observation) ([]diges
 	}
 	now := s.nowUTC()
 	out := make([]digest.Observed, len(obs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, o := range obs {
 			var prev sql.NullInt64
 			err := tx.QueryRowContext(ctx, `SELECT max(at) FROM observations WHERE key IN (`+placeholders(len(o.Keys))+`)`,

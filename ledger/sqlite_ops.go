@@ -90,7 +90,7 @@ FROM receipt_events WHERE key = ? ORDER BY id`, string(key))
 // Release makes a held receipt retryable and due now; see the package doc
 // for quarantined receipts.
 func (s *SQLite) Release(ctx context.Context, key digest.Key, by Action) error {
-	return s.operate(ctx, key, "release", func(tx *sql.Tx, r Receipt, now time.Time) error {
+	return s.operate(ctx, key, "release", func(tx sqliteTx, r Receipt, now time.Time) error {
 		fromQuarantine, detail, err := release(r, by)
 		if err != nil {
 			return err
@@ -112,7 +112,7 @@ func (s *SQLite) Release(ctx context.Context, key digest.Key, by Action) error {
 
 // MarkSent records that a held receipt was sent, as providerRef.
 func (s *SQLite) MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error {
-	return s.operate(ctx, key, "mark sent", func(tx *sql.Tx, r Receipt, now time.Time) error {
+	return s.operate(ctx, key, "mark sent", func(tx sqliteTx, r Receipt, now time.Time) error {
 		if r.State != digest.StateHeld {
 			return fmt.Errorf("%w: %s", ErrWrongState, r.State)
 		}
@@ -126,9 +126,9 @@ func (s *SQLite) MarkSent(ctx context.Context, key digest.Key, providerRef strin
 }
 
 // operate runs fn on the receipt inside one write transaction.
-func (s *SQLite) operate(ctx context.Context, key digest.Key, what string, fn func(*sql.Tx, Receipt, time.Time) error) error {
+func (s *SQLite) operate(ctx context.Context, key digest.Key, what string, fn func(sqliteTx, Receipt, time.Time) error) error {
 	now := s.nowUTC()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = ?`, string(key)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
@@ -185,7 +185,7 @@ func (s *SQLite) Prune(ctx context.Context, p PruneRequest) (int64, error) {
 	args := append([]any{p.Before.UnixMicro()}, stringArgs(kept)...)
 	where := `updated_at < ? AND state NOT IN (` + placeholders(len(kept)) + `)`
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx sqliteTx) error {
 		if p.DryRun {
 			return tx.QueryRowContext(ctx, `SELECT count(*) FROM receipts WHERE `+where, args...).Scan(&n)
 		}

@@ -34,8 +34,9 @@ type Identity struct {
 var ErrInvalidIdentity = errors.New("invalid business identity")
 
 // Validate checks each field: non-empty, at most MaxFieldLen bytes, valid
-// UTF-8, and free of '|' and control characters (which would make two
-// identities share one canonical string).
+// UTF-8, free of '|' and control characters (which would make two
+// identities share one canonical string), and without leading or trailing
+// white space (an invisible difference that would make a new key).
 func (id Identity) Validate() error {
 	if id.Week.IsZero() {
 		return fmt.Errorf("%w: week is missing", ErrInvalidIdentity)
@@ -62,6 +63,9 @@ func validateField(name, v string) error {
 		return fmt.Errorf("%w: %s contains '|'", ErrInvalidIdentity, name)
 	case strings.ContainsFunc(v, unicode.IsControl):
 		return fmt.Errorf("%w: %s contains a control character", ErrInvalidIdentity, name)
+	case strings.TrimSpace(v) != v:
+		// "v1 " would be a new business key: the whole week sent again.
+		return fmt.Errorf("%w: %s %q has leading or trailing white space", ErrInvalidIdentity, name, v)
 	}
 	return nil
 }

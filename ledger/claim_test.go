@@ -287,11 +287,16 @@ func TestInvalidRequests(t *testing.T) {
 			{Keys: k, Week: week, Lease: time.Minute},
 			{Keys: k, Fingerprint: "fp", Week: week},
 			{Keys: k, Fingerprint: "fp", Lease: time.Minute},
+			{Keys: []digest.Key{"customer_1|2026-W32|weekly_activity|v3"}, Fingerprint: "fp", Week: week, Lease: time.Minute},
+			{Keys: []digest.Key{k[0] + "," + k[0]}, Fingerprint: "fp", Week: week, Lease: time.Minute},
 		}
 		for _, r := range bad {
 			if _, err := s.Claim(context.Background(), []digest.ClaimRequest{r}); !errors.Is(err, ledger.ErrInvalid) {
 				t.Errorf("claim %+v: %v, want ErrInvalid", r, err)
 			}
+		}
+		if _, err := s.Observe(context.Background(), []digest.Observation{{Keys: []digest.Key{"plain"}}}); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("observe of a readable key: %v, want ErrInvalid", err)
 		}
 		if _, err := s.Finish(context.Background(), []digest.Finish{{Key: k[0], Token: 1, State: digest.StateClaimed}}); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("finish to claimed: %v, want ErrInvalid", err)

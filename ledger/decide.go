@@ -80,8 +80,23 @@ func would(c *current, fingerprint string, now time.Time) digest.Outcome {
 	return report(c, fingerprint, now).Outcome
 }
 
+// validateKeys checks that every key has the stored form KID:HEX: nothing
+// readable (an identity by mistake) ever becomes a receipt key, and no key
+// holds the ',' the PostgreSQL statements use as a separator.
+func validateKeys(keys []digest.Key) error {
+	for _, k := range keys {
+		if _, err := digest.ParseKey(string(k)); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
 func validateClaims(reqs []digest.ClaimRequest) error {
 	for i, r := range reqs {
+		if err := validateKeys(r.Keys); err != nil {
+			return err
+		}
 		switch {
 		case len(r.Keys) == 0:
 			return fmt.Errorf("%w: claim %d: no keys", ErrInvalid, i)
@@ -111,6 +126,9 @@ func validateObservations(obs []digest.Observation) error {
 	for i, o := range obs {
 		if len(o.Keys) == 0 {
 			return fmt.Errorf("%w: observation %d: no keys", ErrInvalid, i)
+		}
+		if err := validateKeys(o.Keys); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -36,7 +36,8 @@
 // Quarantine. A fingerprint that differs from the stored one moves the row
 // to quarantined from any state, including sent; the stored fingerprint,
 // sent time and provider reference are kept and the new fingerprint is
-// stored as the conflict. A quarantined row is never claimable. Release of a
+// stored as the conflict. A quarantined row is never claimable, and a live
+// claim on it is void: its holder gets ErrStaleClaim and must not send. Release of a
 // quarantined row that was never sent adopts the conflicting fingerprint and
 // makes the row retryable (due now), keeping MaybeSent if a send may have
 // started; a quarantined row that was sent is never released (ErrWasSent):

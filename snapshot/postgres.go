@@ -102,8 +102,8 @@ type pageRecord struct {
 }
 
 type sourceRow struct {
-	id, email                   string
-	name, locale                *string
+	id                          string
+	email, name, locale         *string
 	occurred, recorded          *time.Time
 	kind, currency, description *string
 	amount                      *int64
@@ -124,8 +124,11 @@ func (s *Postgres) page(ctx context.Context, after string, from, to time.Time, q
 		}
 		if n := len(out); n == 0 || out[n-1].rec.Customer.ID != r.id {
 			out = append(out, pageRecord{rec: digest.Record{Customer: digest.Customer{
-				ID: r.id, Email: r.email, Name: deref(r.name), Locale: deref(r.locale),
+				ID: r.id, Email: deref(r.email), Name: deref(r.name), Locale: deref(r.locale),
 			}}})
+			if r.email == nil || *r.email == "" {
+				out[n].err = &digest.BadRecordError{Where: "digest_customers customer_id=" + r.id, Field: "email", Err: errors.New("is NULL or empty")}
+			}
 		}
 		cur := &out[len(out)-1]
 		if r.occurred == nil || cur.err != nil {

@@ -142,17 +142,23 @@ func TestPostgresSourceBadRowsAreReportedNotFatal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := pool.Exec(ctx, `ALTER TABLE digest_customers ALTER COLUMN email DROP NOT NULL;
+		INSERT INTO digest_customers (customer_id, email) VALUES ('cust_0000005', NULL)`); err != nil {
+		t.Fatal(err)
+	}
 	q := digest.SourceQuery{Week: pgWeek, AsOf: time.Now()}
 	recs, bad := collect(t, snapshot.NewPostgres(pool, 0), q)
-	if len(recs) != 2 || len(bad) != 2 {
-		t.Fatalf("got %d good and %d bad records, want 2 and 2: %v", len(recs), len(bad), bad)
+	if len(recs) != 2 || len(bad) != 3 {
+		t.Fatalf("got %d good and %d bad records, want 2 and 3: %v", len(recs), len(bad), bad)
 	}
+	fields := map[string]int{}
 	for _, err := range bad {
 		var be *digest.BadRecordError
 		errors.As(err, &be)
-		if be.Field != "currency" {
-			t.Errorf("bad record names field %q, want currency: %v", be.Field, err)
-		}
+		fields[be.Field]++
+	}
+	if fields["currency"] != 2 || fields["email"] != 1 {
+		t.Errorf("bad records by field = %v, want 2 currency and 1 email", fields)
 	}
 }
 

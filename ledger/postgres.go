@@ -93,11 +93,19 @@ func (s *Postgres) sendBatch(ctx context.Context, build func() *pgx.Batch, read 
 	return err
 }
 
-// retryable reports a PostgreSQL error after which the whole transaction
-// can be run again: deadlock_detected or serialization_failure.
+// retryable reports an error after which the whole batch can be run
+// again: deadlock_detected or serialization_failure (the transaction was
+// rolled back), or a failure pgconn knows happened before anything reached
+// the server, such as a pooled connection whose backend was terminated.
 func retryable(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+	}
+	return pgconn.SafeToRetry(err)
 }
 
 func timeOrZero(t *time.Time) time.Time {

@@ -95,7 +95,10 @@ FROM target t JOIN claim c ON c.key = t.key
 UNION ALL
 SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
     x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent
-FROM target t JOIN receipts x ON x.key = t.key
+FROM target t
+-- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
+-- while receipts was small would hash it, reading every row each time.
+CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key OFFSET 0) x
 WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.key = t.key)`
 
 // readSQL reads the governing receipt among candidate keys $1.

@@ -38,14 +38,30 @@ func (c *stmtCache) lookup(q string) *sql.Stmt {
 
 // prepareWanted prepares the queries noted since the last call. A query
 // that fails to prepare (a table not migrated yet) is simply not cached.
+//
+// The mutex is never held while preparing: PrepareContext waits for the
+// store's only connection, which a concurrent transaction may hold while
+// it waits in lookup for the mutex.
 func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var qs []string
 	for q := range c.wanted {
 		delete(c.wanted, q)
-		if st, err := db.PrepareContext(ctx, q); err == nil {
+		qs = append(qs, q)
+	}
+	c.mu.Unlock()
+	for _, q := range qs {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if old := c.stmts[q]; old != nil {
+			st.Close() // prepared twice by racing transactions
+		} else {
 			c.stmts[q] = st
 		}
+		c.mu.Unlock()
 	}
 }
 

@@ -121,7 +121,7 @@ func TestBadInputSourceRows(t *testing.T) {
 		// all (rather than everybody but the bad customer).
 		stops bool
 	}{
-		{"NULL email", `UPDATE digest_customers SET email = NULL WHERE customer_id = $1`, 1, "cannot scan NULL", true},
+		{"NULL email", `UPDATE digest_customers SET email = NULL WHERE customer_id = $1`, 1, "could not be built", false},
 		{"NULL amount", `UPDATE digest_activity SET amount_minor = NULL WHERE customer_id = $1`, 1, "could not be built", false},
 		{"NULL currency", `UPDATE digest_activity SET currency = NULL WHERE customer_id = $1`, 1, "could not be built", false},
 		{"unknown currency", `UPDATE digest_activity SET currency = 'XZZ' WHERE customer_id = $1`, 1, "ISO 4217", false},

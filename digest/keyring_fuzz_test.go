@@ -28,8 +28,9 @@ func FuzzParseKeyring(f *testing.F) {
 		kr, err := ParseKeyring(s)
 		if err != nil {
 			for _, part := range strings.Split(s, ",") {
-				_, sec, ok := strings.Cut(part, ":")
-				if ok && len(sec) >= 16 && strings.Contains(err.Error(), sec) {
+				kid, sec, ok := strings.Cut(part, ":")
+				// A valid key id is named in errors; a secret equal to it is not a leak.
+				if ok && len(sec) >= 16 && strings.Contains(err.Error(), sec) && !strings.Contains(kid, sec) {
 					t.Fatalf("error %q shows the secret %q", err, sec)
 				}
 			}
@@ -42,8 +43,11 @@ func FuzzParseKeyring(f *testing.F) {
 		if _, err := ParseKey(string(k)); err != nil {
 			t.Fatalf("key %q of an accepted keyring does not parse: %v", k, err)
 		}
-		if strings.Contains(kr.String(), strings.SplitN(strings.SplitN(s, ",", 2)[0], ":", 2)[1]) {
-			t.Fatalf("Keyring.String %q shows a secret", kr.String())
+		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+			_, sec, ok := strings.Cut(part, ":")
+			if sec = strings.TrimSpace(sec); ok && len(sec) >= 16 && strings.Contains(kr.String(), sec) {
+				t.Fatalf("Keyring.String %q shows a secret", kr.String())
+			}
 		}
 	})
 }

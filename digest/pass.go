@@ -35,8 +35,8 @@ type item struct {
 // What each queue holds on a crash decides what the next run does, so the
 // queues are sized to the rules of the ledger: claims not yet marked as
 // sending (in claimed) are re-sent without a look-up once their lease ends;
-// claims marked as sending and not yet sent (in sends) are at most one
-// batch, the same window a single batched StartSending always had.
+// claims marked as sending and not yet sent (in sends) are at most two
+// chunks of startChunk, so a crash leaves few digests to look up or hold.
 type pass struct {
 	r   *Runner
 	n   int
@@ -71,8 +71,8 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	defer pcancel()
 
 	items := make(chan *item, cfg.BatchSize)
-	claimed := make(chan []*item, 1) // claimed, not marked as sending
-	sends := make(chan *item, cfg.BatchSize)
+	claimed := make(chan []*item, 1)           // claimed, not marked as sending
+	sends := make(chan *item, startChunk(cfg)) // marked as sending, not yet sent
 	done := make(chan *item, cfg.BatchSize)
 
 	errc := make(chan error, 3)

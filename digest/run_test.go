@@ -519,3 +519,71 @@ func TestRunInterruptedDuringCheckIsNotARefusal(t *testing.T) {
 		t.Fatalf("Run = %+v, %v; want interrupted, no error, nothing sent", sum, err)
 	}
 }
+
+// A crash can leave digests marked as sending that were never sent; the
+// next run must look each of them up, or hold it. The pipeline keeps that
+// window to about two chunks of StartSending, not a whole claim batch.
+func TestRunKeepsTheMaybeSentWindowSmall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 400)
+	p := newProvider()
+	stuck := make(chan struct{})
+	var sends int
+	var mu sync.Mutex
+	p.script = func(digest.Key, int) (bool, error) {
+		mu.Lock()
+		sends++
+		n := sends
+		mu.Unlock()
+		if n > 3 {
+			<-stuck // the process hangs mid-week, as just before a SIGKILL
+		}
+		return true, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := f.runner(p, p, func(c *digest.RunConfig) { c.BatchSize = 100; c.Concurrency = 2; c.Grace = time.Second })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+
+	marked := func() int {
+		rs, err := f.store.List(context.Background(), ledger.ListFilter{State: digest.StateClaimed, Limit: 1000})
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		n := 0
+		for _, rc := range rs {
+			if rc.SendStarted {
+				n++
+			}
+		}
+		return n
+	}
+	// Wait until the pipeline is full (the marks stop growing), then check.
+	const window = 25 + 25 + 2 // two chunks of max(4×2, 25), and the sends in flight
+	most, same := 0, 0
+	tick := time.NewTicker(10 * time.Millisecond)
+	deadline := time.After(20 * time.Second)
+	for same < 30 {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the pipeline never settled (marked %d)", most)
+		}
+		if n := marked(); n > most {
+			most, same = n, 0
+		} else if most > 0 {
+			same++
+		}
+	}
+	tick.Stop()
+	close(stuck)
+	cancel()
+	<-done
+	if most > window || most < 25 {
+		t.Fatalf("%d claims marked as sending but not sent; want the window filled to at most %d", most, window)
+	}
+}

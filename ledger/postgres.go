@@ -78,11 +78,49 @@ const maxBatchTries = 3
 // read. It retries when PostgreSQL picked the batch as a deadlock victim,
 // which two batches locking overlapping keys in different orders can cause.
 func (s *Postgres) sendBatch(ctx context.Context, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+	return s.sendBatchMode(ctx, false, build, read)
+}
+
+// Statements that switch the plan cache to generic plans for the
+// single-key statements and back to the connection's setting. Both run in
+// the batch's implicit transaction: when it fails, PostgreSQL rolls the SET
+// back with it.
+const (
+	setGenericPlans = `SET plan_cache_mode = force_generic_plan`
+	resetPlans      = `RESET plan_cache_mode`
+)
+
+// sendBatchMode is sendBatch; with generic, the batch's statements run with
+// cached generic plans. Only the single-key statements (claimOneSQL,
+// startOneSQL, finishOneSQL) ask for it: they reach receipts by one key,
+// through the primary key whatever the table's size when the plan was
+// made (docs/scaling.md shows the plans), and planning them anew cost as
+// much as running them. The multi-row statements keep the connection's
+// force_custom_plan (see OpenPostgres).
+func (s *Postgres) sendBatchMode(ctx context.Context, generic bool, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
 	var err error
 	for range maxBatchTries {
 		b := build()
+		if generic {
+			stmts := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)
+			stmts = append(stmts, &pgx.QueuedQuery{SQL: setGenericPlans})
+			stmts = append(stmts, b.QueuedQueries...)
+			b.QueuedQueries = append(stmts, &pgx.QueuedQuery{SQL: resetPlans})
+		}
 		br := s.pool.SendBatch(ctx, b)
-		err = read(br)
+		if generic {
+			if _, err = br.Exec(); err != nil {
+				err = fmt.Errorf("set plan_cache_mode: %w", err)
+			}
+		}
+		if err == nil {
+			err = read(br)
+		}
+		if generic && err == nil {
+			if _, err = br.Exec(); err != nil {
+				err = fmt.Errorf("reset plan_cache_mode: %w", err)
+			}
+		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}

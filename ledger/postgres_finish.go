@@ -14,11 +14,20 @@ import (
 // $2 tokens, $3 now. Only the current token of a row still in state
 // claimed matches; an expired lease nobody took over still holds the row.
 // It returns the 1-based positions of the fences that matched.
+//
+// Plans: r.key = ANY($1) gives the planner a primary-key probe per key; the
+// state is compared with a column of f, not a constant, so that no plan
+// reads every receipt in state 'claimed' through an index on state (stale
+// statistics estimated a handful and thousands were read, dead entries
+// included). The unnest is materialized once: as the inner side of a nested
+// loop it was evaluated again for every receipt.
 const startSQL = `
-WITH s AS (
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+), s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
-    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = 'claimed'
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, r.run_id
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
@@ -26,12 +35,25 @@ WITH s AS (
 )
 SELECT idx FROM s`
 
+// startOneSQL is startSQL for one fence, with scalar arguments.
+var startOneSQL = mustReplace(mustReplace(startSQL,
+	`WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+)`,
+	`WITH f AS (
+    SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
+)`), `r.key = ANY($1::text[]) AND `, ``)
+
 // finishSQL ends claims, one row per Finish: $1 keys, $2 tokens, $3 new
 // states, $4 provider refs, $5 next attempts, $6 maybe sent (retryable),
 // $7 reasons, $8 run ids, $9 history details, $10 now. The same fence as
 // startSQL; it returns the positions that matched.
 const finishSQL = `
-WITH f AS (
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
+            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
+        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
+), u AS (
     UPDATE receipts r SET
         previous_state = r.state,
         state = f.state,
@@ -43,16 +65,27 @@ WITH f AS (
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
         run_id = f.run_id,
         updated_at = $10::timestamptz
-    FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
-            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
-        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
-    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = 'claimed'
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM f
+    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
 )
-SELECT idx FROM f`
+SELECT idx FROM u`
+
+// finishOneSQL is finishSQL for one Finish, with scalar arguments.
+var finishOneSQL = mustReplace(mustReplace(finishSQL,
+	`WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
+            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
+        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
+)`,
+	`WITH f AS (
+    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,
+        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, 1::bigint AS idx,
+        'claimed'::text AS claimed
+)`), `r.key = ANY($1::text[]) AND `, ``)
 
 // StartSending marks each fence's send as started, in one round trip.
 func (s *Postgres) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
@@ -63,6 +96,9 @@ func (s *Postgres) StartSending(ctx context.Context, fences []digest.Fence) ([]e
 			keys, tokens := make([]string, len(round)), make([]int64, len(round))
 			for j, i := range round {
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+			}
+			if len(round) == 1 {
+				return startOneSQL, []any{keys[0], tokens[0], now}
 			}
 			return startSQL, []any{keys, tokens, now}
 		})
@@ -89,6 +125,9 @@ func (s *Postgres) Finish(ctx context.Context, fs []digest.Finish) ([]error, err
 					nexts[j] = &next
 				}
 				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, finishDetail(f)
+			}
+			if n == 1 {
+				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now}
 			}
 			return finishSQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now}
 		})
@@ -126,7 +165,7 @@ func (s *Postgres) fenced(ctx context.Context, what string, n int, keyOf func(i 
 		}
 		return nil
 	}
-	if err := s.sendBatch(ctx, build, read); err != nil {
+	if err := s.sendBatchMode(ctx, n == 1, build, read); err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -138,15 +177,17 @@ func (s *Postgres) fenced(ctx context.Context, what string, n int, keyOf func(i 
 // $5 now.
 const observeSQL = `
 WITH prev AS (
-    SELECT max(at) AS at FROM observations WHERE key = ANY($1::text[])
+    SELECT max(o.at) AS at FROM unnest($1::text[]) AS c(k)
+    CROSS JOIN LATERAL (SELECT max(at) AS at FROM observations WHERE key = c.k OFFSET 0) o
 ), ins AS (
     INSERT INTO observations (key, fingerprint, run_id, iso_week, at)
     VALUES (($1::text[])[1], $2::text, $3::text, $4::text, $5::timestamptz)
 )
 SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at
 FROM prev LEFT JOIN LATERAL (
-    SELECT * FROM receipts WHERE key = ANY($1::text[])
-    ORDER BY array_position($1::text[], key) LIMIT 1
+    SELECT x.* FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
+    CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k OFFSET 0) x
+    ORDER BY c.n LIMIT 1
 ) r ON true`
 
 // Observe records observations and reports what a claim would decide, in

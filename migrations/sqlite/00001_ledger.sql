@@ -34,11 +34,15 @@ CREATE TABLE receipts (
     updated_at           INTEGER NOT NULL
 ) WITHOUT ROWID;
 -- Few indexes: every claim and finish maintains each of them. Counts and
--- lists by week use the first; the partial one finds what needs attention
--- (claimed, retryable, held, quarantined, failed) without indexing the
--- sent majority. Prune scans, rarely.
+-- lists by week use the first; the partial one finds, in key order, what
+-- waits for someone (retryable, failed, held, quarantined) without indexing
+-- the sent majority or the claims in flight, so a claim and its finish to
+-- sent add nothing to it, and claims and finishes, which match state
+-- 'claimed', can only probe by key. Neither index holds updated_at or
+-- send_started: marking a send started changes no indexed column (a HOT
+-- update in PostgreSQL). Prune scans, rarely.
 CREATE INDEX receipts_week_state ON receipts (iso_week, state);
-CREATE INDEX receipts_attention ON receipts (state, updated_at) WHERE state <> 'sent';
+CREATE INDEX receipts_attention ON receipts (state, key) WHERE state NOT IN ('claimed', 'sent');
 
 CREATE TABLE receipt_events (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -40,6 +40,10 @@ func planCrashes(t *testing.T) crashPlan {
 	return p
 }
 
+// The storms send at 30 messages a second, so that the week (about 880
+// digests) outlasts the kills (24 × 0.76 s on average): every kill lands on
+// a live run, however few digests each crash leaves to look up or hold.
+//
 // killRuns starts "digest run" plan.kills times and SIGKILLs each at a
 // seeded random moment between 20 ms and 1.5 s after its start. It returns
 // how many were killed while running (the others had already finished).
@@ -85,7 +89,7 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 	p := planCrashes(t)
 	e := e2etest.NewEnv(t)
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=60", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 
 	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20")
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
@@ -120,7 +124,7 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	e.Unset("DIGEST_LOOKUP_URL")
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=60", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 	args := []string{"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "30s", "--batch-size", "20"}
 
 	killed := killRuns(t, e, p, slow, args...)

@@ -338,7 +338,8 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 	for _, kv := range [][2]string{
 		{"key", string(r.Key)}, {"state", string(r.State)}, {"week", r.Week}, {"fingerprint", r.Fingerprint},
 		{"conflicting fingerprint", r.ConflictFingerprint}, {"attempts", strconv.Itoa(r.Attempts)},
-		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
+		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"send started", ts(r.SendStartedAt)},
+		{"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
 		{"next attempt", ts(r.NextAttempt)}, {"sent at", ts(r.SentAt)}, {"provider ref", r.ProviderRef},
 		{"last error", oneLine(r.LastError)}, {"run", r.RunID},
 	} {

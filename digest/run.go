@@ -60,7 +60,13 @@ type RunConfig struct {
 	Lenient   bool // skip bad source records instead of refusing the run
 
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
-	Backoff       Backoff
+	// LookupDelay is the least time between an ambiguous send and the
+	// look-up that decides it. Providers list an accepted message only
+	// after they have processed it; asked too early, they answer "not
+	// found" and the digest would go out twice. Default 2 minutes. (After
+	// a crash the lease, 10 minutes by default, is the delay.)
+	LookupDelay time.Duration
+	Backoff     Backoff
 
 	RunID  string                                           // transport identity, for the history only
 	Now    func() time.Time                                 // default time.Now
@@ -89,6 +95,9 @@ func (c *RunConfig) setDefaults() {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 100
+	}
+	if c.LookupDelay == 0 {
+		c.LookupDelay = 2 * time.Minute
 	}
 	if c.ReplayHorizon == 0 {
 		c.ReplayHorizon = 90 * 24 * time.Hour

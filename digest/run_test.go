@@ -275,7 +275,11 @@ func TestRunAmbiguousSendIsLookedUpNeverResentBlindly(t *testing.T) {
 		}
 		return true, nil
 	}
+	began := f.clock.Now()
 	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Deadline = f.clock.Now().Add(24 * time.Hour) }))
+	if waited := f.clock.Now().Sub(began); waited < 2*time.Minute {
+		t.Fatalf("the look-up came %s after the ambiguous send; a provider must get LookupDelay (2m) to list it", waited)
+	}
 	if sum.Reconciled != f.want || sum.Sent != 0 || sum.Pending != 0 {
 		t.Fatalf("summary %+v: want every ambiguous send reconciled by look-up", sum)
 	}

@@ -299,7 +299,7 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		} else {
 			it.fin = p.finishFor(it, StateRetryable, "ambiguous send: "+err.Error())
 			it.fin.MaybeSent = true
-			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, time.Time{})
+			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, cfg.Now().Add(cfg.LookupDelay))
 		}
 		cfg.Logger.Warn("send may have reached the provider", "key", string(it.claim.Key), "err", err)
 	}

@@ -119,8 +119,14 @@ func (w ISOWeek) Next() ISOWeek {
 	return ISOWeek{Year: y, Week: n}
 }
 
-// MarshalText implements encoding.TextMarshaler.
-func (w ISOWeek) MarshalText() ([]byte, error) { return []byte(w.String()), nil }
+// MarshalText implements encoding.TextMarshaler. The zero week, which
+// ParseISOWeek would refuse, is an error rather than "0000-W00".
+func (w ISOWeek) MarshalText() ([]byte, error) {
+	if w.Week < 1 || w.Week > WeeksInYear(w.Year) || w.Year < 1 || w.Year > 9999 {
+		return nil, fmt.Errorf("%w: %d-W%d does not exist", ErrInvalidWeek, w.Year, w.Week)
+	}
+	return []byte(w.String()), nil
+}
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseISOWeek.
 func (w *ISOWeek) UnmarshalText(b []byte) error {

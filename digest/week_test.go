@@ -345,3 +345,22 @@ func FuzzParseISOWeek(f *testing.F) {
 		}
 	})
 }
+
+func TestISOWeekTextRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, w := range []digest.ISOWeek{{2026, 53}, {2025, 1}, {1, 1}} {
+		b, err := w.MarshalText()
+		if err != nil {
+			t.Fatalf("%v: %v", w, err)
+		}
+		var back digest.ISOWeek
+		if err := back.UnmarshalText(b); err != nil || back != w {
+			t.Fatalf("%v → %q → %v, %v", w, b, back, err)
+		}
+	}
+	for _, w := range []digest.ISOWeek{{}, {2025, 53}, {2026, 0}, {10000, 1}} {
+		if b, err := w.MarshalText(); !errors.Is(err, digest.ErrInvalidWeek) {
+			t.Errorf("MarshalText(%#v) = %q, %v; want ErrInvalidWeek", w, b, err)
+		}
+	}
+}

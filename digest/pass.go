@@ -19,7 +19,8 @@ type item struct {
 
 	// The end of the claim, for the finisher.
 	fin        Finish
-	reconciled bool
+	reconciled bool // found at the provider by a look-up, not sent
+	released   bool // given back unsent on interrupt: pending, not a failure
 }
 
 // pass is one scan of the source, a pipeline of stages joined by bounded

@@ -226,6 +226,7 @@ func (p *pass) lost(it *item, err error) {
 // maybe-sent stays so.
 func (p *pass) release(it *item) {
 	it.fin = p.finishFor(it, StateRetryable, "interrupted before the send")
+	it.released = true
 	it.fin.NextAttempt = p.r.Config.Now()
 	it.fin.MaybeSent = it.claim.MaybeSent
 }
@@ -366,7 +367,7 @@ func (p *pass) count(it *item) {
 			c.sent.Add(1)
 		}
 	case StateRetryable:
-		if it.fin.Reason != "interrupted before the send" {
+		if !it.released {
 			c.retryable.Add(1)
 		}
 		c.pending.Add(1)

@@ -36,7 +36,7 @@ Examples:
   digest run                                                      # last week, PostgreSQL + SMTP
   digest run --week 2026-W40                                      # backfill a week
   digest run --mode observe --week 2026-W48                       # dry run: sends nothing
-  digest run --cohort 10                                          # enforce for 10%%, observe the rest
+  digest run --cohort 10                                          # enforce for 10%, observe the rest
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
@@ -45,7 +45,7 @@ later), 4 rows need review ("digest review list").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "run", strings.ReplaceAll(runHelp, "%%", "%"))
+	fs := newFlagSet(env, "run", runHelp)
 	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")

@@ -9,7 +9,7 @@ import (
 // State is the state of a receipt in the ledger.
 type State string
 
-// The receipt states. See "The ledger" in DESIGN.md for the transitions.
+// The receipt states. See "The ledger" in docs/design.md for the transitions.
 const (
 	// StateClaimed: a run holds the lease and may send. Whether the send
 	// may have started is recorded separately (see Ledger.StartSending).

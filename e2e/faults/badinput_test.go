@@ -47,7 +47,7 @@ func TestBadInputConfiguration(t *testing.T) {
 	week := []string{"run", "--week", week40s}
 	rows := []badInput{
 		{"unknown command", nil, []string{"frob"}, 2, `unknown command "frob"`},
-		{"unknown flag", nil, append(week, "--frob"), 2, "flag provided but not defined: -frob"},
+		{"unknown flag", nil, append(week, "--frob"), 2, "unknown flag --frob (did you mean --from?)"},
 		{"stray argument", nil, append(week, "now"), 2, `unexpected argument "now"`},
 		{"week that does not exist", nil, []string{"run", "--week", "2025-W53"}, 2, "ISO year 2025 has weeks W01 to W52"},
 		{"week malformed", nil, []string{"run", "--week", "2026W1"}, 2, "want YYYY-Www"},
@@ -79,7 +79,8 @@ func TestBadInputConfiguration(t *testing.T) {
 		{"Postmark look-up without token", []string{"DIGEST_LOOKUP_URL=postmark+https://api.postmarkapp.com"}, week, 2, "needs a server token"},
 		{"From not an address", []string{"DIGEST_FROM=digest at bank"}, week, 2, `DIGEST_FROM="digest at bank"`},
 		{"database unreachable", []string{"DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"}, week, 1, "digest run: "},
-		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 1, "digest run: "},
+		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 2, "DIGEST_DATABASE_URL: not a PostgreSQL URL"},
+		{"database URL of another database", []string{"DIGEST_DATABASE_URL=mysql://digest@db/app"}, week, 2, `DIGEST_DATABASE_URL: scheme "mysql" is not supported`},
 		{"snapshot file missing", nil, []string{"run", "--week", "2026-W48", "--snapshot", filepath.Join(dir, "nope.jsonl")}, 2, "--snapshot:"},
 		{"snapshot file with bad lines", nil, []string{"run", "--week", "2026-W48", "--snapshot", badLines}, 1, "snapshot refused, nothing sent"},
 		{"migrate with an argument", nil, []string{"migrate", "now"}, 2, "digest migrate"},

@@ -204,7 +204,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
-		if d := f.DefValue; d != "" && d != "false" && !(typ == "duration" && d == "0s") {
+		if d := f.DefValue; !slices.Contains([]string{"", "false", "0", "0s"}, d) { // zero values go unsaid
 			if typ == "string" {
 				d = strconv.Quote(d)
 			}
@@ -317,7 +317,7 @@ func flagError(fs *flag.FlagSet, err error) error {
 func closestFlag(fs *flag.FlagSet, name string) string {
 	best, bestD := "", len(name)/2+2
 	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < bestD || (d == bestD && best != "" && f.Name < best) {
+		if d := editDistance(name, f.Name); d < bestD { // VisitAll is sorted: a tie keeps the first
 			best, bestD = f.Name, d
 		}
 	})

@@ -60,6 +60,10 @@ type RunConfig struct {
 	Lenient   bool // skip bad source records instead of refusing the run
 
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
+	// ResendPrunedWeek lets an enforce run send a week whose receipts were
+	// pruned (a PruneTombstone): the digests whose receipts went are sent
+	// a second time. Without it such a run fails with *PrunedWeekError.
+	ResendPrunedWeek bool
 	// LookupDelay is the least time between an ambiguous send and the
 	// look-up that decides it. Providers list an accepted message only
 	// after they have processed it; asked too early, they answer "not
@@ -206,6 +210,9 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	cfg := &r.Config
 	log := cfg.Logger
 	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	if err := r.checkPruned(ctx, pin); err != nil {
+		return r.c.snapshot(), err
+	}
 	asOf, err := r.Ledger.PinSnapshot(ctx, pin, cfg.Now())
 	r.c.ledgerCalls.Add(1)
 	if err != nil {

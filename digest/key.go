@@ -241,6 +241,24 @@ func (kr *Keyring) Candidates(id Identity) []Key {
 	return keys
 }
 
+// Pinned returns the keyring with key id kid moved to the front, the
+// others in their order, so that Key and Candidates put kid first; false
+// when the keyring does not hold kid. A week's receipts are all created
+// under the key id pinned with the week (WeekPin.KeyID), whatever the
+// order of the keyring a later run is given.
+func (kr *Keyring) Pinned(kid string) (*Keyring, bool) {
+	for i, s := range kr.secrets {
+		if s.id == kid {
+			out := &Keyring{secrets: make([]secret, 0, len(kr.secrets))}
+			out.secrets = append(out.secrets, s)
+			out.secrets = append(out.secrets, kr.secrets[:i]...)
+			out.secrets = append(out.secrets, kr.secrets[i+1:]...)
+			return out, true
+		}
+	}
+	return nil, false
+}
+
 func sign(s secret, canonical string) Key {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte(canonical))

@@ -170,7 +170,7 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 			}
 			continue
 		}
-		it := &item{d: d, fp: d.Fingerprint(), keys: r.Keyring.Candidates(d.Identity)}
+		it := &item{d: d, fp: d.Fingerprint(), keys: r.keys.Candidates(d.Identity)}
 		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || InCohort(rec.Customer.ID, *cfg.EnforcePercent))
 		select {
 		case items <- it:

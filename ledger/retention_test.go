@@ -115,7 +115,7 @@ func TestPruneLeavesTombstones(t *testing.T) {
 		ctx := context.Background()
 		unpinned := week.Next()
 		for _, v := range []string{"v3", "v4"} {
-			if _, err := s.PinSnapshot(ctx, pinOf(week, v), clk.Now()); err != nil {
+			if _, err := s.PinSnapshot(ctx, pinOf(week, v), digest.WeekPin{AsOf: clk.Now(), Zone: "UTC", KeyID: "k1"}); err != nil {
 				t.Fatal(err)
 			}
 		}

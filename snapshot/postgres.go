@@ -14,7 +14,7 @@ import (
 
 // Postgres reads the source contract from PostgreSQL: the relations
 // digest_customers and digest_activity (tables, or views that operators
-// define over their own schema; see DESIGN.md for the columns).
+// define over their own schema; see docs/design.md for the columns).
 //
 // It streams customers in customer_id order, a page at a time (keyset
 // pagination, one round trip per page), each with the week's activity

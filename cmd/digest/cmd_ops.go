@@ -295,7 +295,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	st := register(fs, env, gLedger, gLog)
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
 	week := fs.String("week", "", "list only this ISO week")
-	limit := fs.Int("limit", 100, "list at most this many")
+	limit := fs.Int("limit", 100, "list at most this many of each state (the list says how many more there are)")
 	reason := fs.String("reason", "", "why (required for release and mark-sent; kept in the history)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
 	ref := fs.String("ref", "", "the provider's reference of the message (mark-sent)")
@@ -362,6 +362,9 @@ func reviewErr(key digest.Key, err error) error {
 }
 
 func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week string, limit int) error {
+	if limit < 1 {
+		return usagef("--limit %d: want 1 or more", limit)
+	}
 	var w digest.ISOWeek
 	if week != "" {
 		var err error
@@ -376,8 +379,10 @@ func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week s
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tSTATE\tWEEK\tATTEMPTS\tUPDATED\tLAST ERROR")
 	n := 0
+	var more []string
 	for _, s := range states {
-		rs, err := store.List(ctx, ledger.ListFilter{State: s, Week: w, Limit: limit})
+		f := ledger.ListFilter{State: s, Week: w, Limit: limit}
+		rs, err := store.List(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -385,14 +390,45 @@ func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week s
 			n++
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Key, r.State, r.Week, r.Attempts, r.UpdatedAt.UTC().Format(time.RFC3339), oneLine(r.LastError))
 		}
+		if len(rs) == limit {
+			f.After = rs[len(rs)-1].Key
+			rest, err := countListed(ctx, store, f)
+			if err != nil {
+				return err
+			}
+			if rest > 0 {
+				more = append(more, fmt.Sprintf("%d more %s", rest, s))
+			}
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(env.Stdout, "truncated at --limit %d per state: %s not listed (raise --limit, or narrow with --week)\n", limit, strings.Join(more, " and "))
 	}
 	if n == 0 {
 		fmt.Fprintln(env.Stdout, "nothing waits for review")
 	}
 	return nil
+}
+
+// countListed counts the receipts f selects, a page at a time (rows that
+// wait for review are few; no count is worth an index).
+func countListed(ctx context.Context, store ledger.Store, f ledger.ListFilter) (int, error) {
+	f.Limit = 1000
+	n := 0
+	for {
+		rs, err := store.List(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		n += len(rs)
+		if len(rs) < f.Limit {
+			return n, nil
+		}
+		f.After = rs[len(rs)-1].Key
+	}
 }
 
 func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Key) error {

@@ -35,9 +35,9 @@ const (
 var settingsTable = []setting{
 	{"DIGEST_DATABASE_URL", "database-url", "", "PostgreSQL URL of the ledger (and of the source tables); unset: embedded SQLite ledger", gLedger},
 	{"DIGEST_LEDGER_PATH", "ledger-path", "./digest.db", "SQLite ledger file, when DIGEST_DATABASE_URL is unset", gLedger},
-	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox", gSend},
+	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)", gSend},
 	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)", gSend},
-	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset", gSend},
+	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose", gSend},
 	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025 or postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE); the outbox looks itself up", gSend},
 	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only)", gSend},
 	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up", gSend},
@@ -50,7 +50,7 @@ var settingsTable = []setting{
 	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend},
 	{"DIGEST_LEASE", "lease", "10m", "how long a claim is exclusive; a crashed run's claims are taken over after it", gSend},
 	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention},
-	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City)", gDigest},
+	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest},
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest},
 	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest},
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog},
@@ -76,15 +76,18 @@ func envHelp() string {
 
 // settings holds the resolved values by environment variable name.
 type settings struct {
-	vals map[string]*string
+	vals    map[string]*string
+	fromEnv map[string]bool // set in the environment, not defaulted
+	fs      *flag.FlagSet
 }
 
 // register adds the flags of the given groups to fs, defaulting to the
 // environment. Values are read after fs.Parse.
 func register(fs *flag.FlagSet, env *Env, groups ...string) *settings {
-	s := &settings{vals: map[string]*string{}}
+	s := &settings{vals: map[string]*string{}, fromEnv: map[string]bool{}, fs: fs}
 	for _, st := range settingsTable {
 		v := env.Getenv(st.env)
+		s.fromEnv[st.env] = v != ""
 		if v == "" {
 			v = st.def
 		}
@@ -109,6 +112,23 @@ func hasGroup(groups []string, g string) bool {
 }
 
 func (s *settings) str(env string) string { return *s.vals[env] }
+
+// explicit reports whether env was set on purpose: in the environment or
+// by its flag (read after fs.Parse), not left to its default.
+func (s *settings) explicit(env string) bool {
+	if s.fromEnv[env] {
+		return true
+	}
+	set := false
+	s.fs.Visit(func(f *flag.Flag) {
+		for _, st := range settingsTable {
+			if st.env == env && st.flag == f.Name {
+				set = true
+			}
+		}
+	})
+	return set
+}
 
 func (s *settings) duration(env string) (time.Duration, error) {
 	v := s.str(env)
@@ -139,6 +159,11 @@ func (s *settings) positiveFloat(env string) (float64, error) {
 
 func (s *settings) location() (*time.Location, error) {
 	v := s.str("DIGEST_TZ")
+	if v == "Local" {
+		// The pod's zone is an accident of its image: another pod would
+		// compute other week bounds, and so other fingerprints.
+		return nil, usagef("DIGEST_TZ=Local: the machine's local zone is not a setting; name the zone, such as Europe/Berlin or UTC")
+	}
 	loc, err := time.LoadLocation(v)
 	if err != nil {
 		return nil, usagef("DIGEST_TZ=%q: not a time zone; want an IANA name such as Europe/Berlin or UTC", v)

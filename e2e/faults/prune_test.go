@@ -99,7 +99,7 @@ func TestPruneNeverResendsAWeekSilently(t *testing.T) {
 // the week's run is recent; once that run looks old too, the sent receipts
 // go (a tombstone) but the live claims stay, so the run finishes them
 // without losing one. The rerun refuses the partly pruned week, and each
-// customer has exactly one digest.
+// customer has exactly one digest; the resend sends only what was pruned.
 func TestPruneDuringARunKeepsLiveClaims(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -128,6 +128,17 @@ func TestPruneDuringARunKeepsLiveClaims(t *testing.T) {
 	}
 	wantExit(t, "rerun of the partly pruned week", e.Run("run", "--week", week40s), 2, "week "+week40s+" was pruned")
 	e.AssertExactlyOnce(want)
+
+	// The resend of a partly pruned week sends again only the digests
+	// whose receipts went.
+	var pruned int
+	if _, err := fmt.Sscanf(during.Stdout, "pruned %d receipts", &pruned); err != nil {
+		t.Fatal(err)
+	}
+	resend := e.MustRun("run", "--week", week40s, "--resend-pruned-week")
+	if n := resend.Count(t, "sent"); n != pruned || e.MailpitCount() != len(want)+pruned {
+		t.Fatalf("resend sent %d (Mailpit %d), want the %d pruned ones only (Mailpit %d)", n, e.MailpitCount(), pruned, len(want)+pruned)
+	}
 	t.Logf("NUMBERS prune-during-run: %s; %d claims live at the prune, kept; rerun refused; %d customers, one digest each",
 		strings.TrimSpace(strings.SplitN(during.Stdout, "\n", 2)[0]), live["claimed"], len(want))
 }

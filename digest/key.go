@@ -255,3 +255,22 @@ func (kr *Keyring) String() string {
 
 // GoString keeps %#v from printing secrets.
 func (kr *Keyring) GoString() string { return kr.String() }
+
+// DerivedKey is a key made from one keyring secret for another purpose.
+type DerivedKey struct {
+	ID  string // the key id of the secret it was derived from
+	Key []byte // HMAC-SHA256(secret, label): 32 bytes
+}
+
+// Derive returns, for each secret (current first), HMAC-SHA256(secret,
+// label): keys for another purpose (package unsubscribe's tokens) that
+// rotate like the ring, never the secrets themselves.
+func (kr *Keyring) Derive(label string) []DerivedKey {
+	out := make([]DerivedKey, len(kr.secrets))
+	for i, s := range kr.secrets {
+		m := hmac.New(sha256.New, s.key)
+		m.Write([]byte(label))
+		out[i] = DerivedKey{ID: s.id, Key: m.Sum(nil)}
+	}
+	return out
+}

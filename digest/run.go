@@ -162,6 +162,9 @@ type Runner struct {
 	Keyring  *Keyring
 	Renderer *Renderer
 	Config   RunConfig
+	// Unsubscribe, when set, returns a customer's own unsubscribe URI
+	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
+	Unsubscribe func(customerID string) string
 
 	c   counters
 	lat LatencyHistogram

@@ -162,6 +162,9 @@ func (p *pass) render(it *item) error {
 		Text:    out.Text,
 		HTML:    out.HTML,
 	}
+	if p.r.Unsubscribe != nil {
+		it.msg.Unsubscribe = p.r.Unsubscribe(it.d.Customer.ID)
+	}
 	return nil
 }
 

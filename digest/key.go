@@ -274,3 +274,13 @@ func (kr *Keyring) Derive(label string) []DerivedKey {
 	}
 	return out
 }
+
+// AddressKey returns the key of an email address under the current secret:
+// "KID:HEX", HEX the lowercase hex HMAC-SHA256 of "address|" and the
+// address in lower case. A permanent rejection is logged with it instead of
+// the address, so that it can be matched against the customers' addresses
+// (docs/operations.md, "Bounces and suppression") without the log holding
+// any.
+func (kr *Keyring) AddressKey(email string) string {
+	return string(sign(kr.secrets[0], "address|"+strings.ToLower(email)))
+}

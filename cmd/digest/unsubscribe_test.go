@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 const testUnsubKeys = "u1:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
@@ -57,5 +59,14 @@ func TestRunRefusesBadUnsubscribeConfig(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", name, code, errOut, tc.want)
 		}
+	}
+}
+
+func TestKeyAddressPrintsTheAddressKey(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runMain(t, map[string]string{"DIGEST_HMAC_KEYS": testKeys}, "key", "--address", "Zoe@Example.com")
+	kr, _ := digest.ParseKeyring(testKeys)
+	if code != 0 || out != kr.AddressKey("zoe@example.com")+"\n" {
+		t.Fatalf("exit %d, %q (%s)", code, out, errOut)
 	}
 }

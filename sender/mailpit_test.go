@@ -2,10 +2,7 @@ package sender_test
 
 import (
 	"bytes"
-	"io"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/mail"
 	"strings"
 	"testing"
@@ -97,7 +94,7 @@ func TestMailpitSendThenLookup(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	text, html := alternativeParts(t, parsed)
+	text, html := alternativeParts(t, raw)
 	if !strings.Contains(text, "3 payments this week.") {
 		t.Errorf("text part = %q", text)
 	}
@@ -116,38 +113,16 @@ func fmtAddrs(as []*mail.Address) string {
 
 // alternativeParts checks the body is multipart/alternative with exactly a
 // text/plain part then a text/html part, and returns both decoded.
-func alternativeParts(t *testing.T, msg *mail.Message) (text, html string) {
+func alternativeParts(t *testing.T, raw []byte) (text, html string) {
 	t.Helper()
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		t.Fatalf("Content-Type = %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
+	p, err := mailpittest.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	var types, bodies []string
-	for {
-		p, err := r.NextRawPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
-		var body io.Reader = p
-		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
-			body = quotedprintable.NewReader(p)
-		}
-		b, err := io.ReadAll(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		types = append(types, ct)
-		bodies = append(bodies, string(b))
+	if strings.Join(p.Types, ",") != "text/plain,text/html" {
+		t.Fatalf("parts = %v, want text/plain then text/html", p.Types)
 	}
-	if strings.Join(types, ",") != "text/plain,text/html" {
-		t.Fatalf("parts = %v, want text/plain then text/html", types)
-	}
-	return bodies[0], bodies[1]
+	return p.Text, p.HTML
 }
 
 func TestMailpitHeaderInjection(t *testing.T) {

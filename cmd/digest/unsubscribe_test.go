@@ -70,3 +70,12 @@ func TestKeyAddressPrintsTheAddressKey(t *testing.T) {
 		t.Fatalf("exit %d, %q (%s)", code, out, errOut)
 	}
 }
+
+func TestSummaryTableCountsSuppressed(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	printSummary(&Env{Stdout: &out}, &digest.RunConfig{}, digest.Summary{Suppressed: 7}, "run finished")
+	if !strings.Contains(out.String(), "7  suppressed (unsubscribed)") {
+		t.Errorf("table lacks the suppressed row:\n%s", out.String())
+	}
+}

@@ -17,6 +17,10 @@ import (
 // digest_customers and digest_activity (tables, or views that operators
 // define over their own schema; see DESIGN.md for the columns).
 //
+// digest_customers may have an optional unsubscribed_at column: a customer
+// with a non-NULL value is yielded as Suppressed (counted, never sent). A
+// relation without it reads as before.
+//
 // It streams customers in customer_id order, a page at a time (keyset
 // pagination, one round trip per page), each with the week's activity
 // recorded at or before the snapshot's as_of. Memory is bounded by one page

@@ -106,7 +106,7 @@ Environment (each variable has a flag of the same name on the commands that use 
 func mainUsage(w io.Writer) {
 	var cmds strings.Builder
 	for _, c := range commands() {
-		fmt.Fprintf(&cmds, "  %-9s  %s\n", c.name, c.summary)
+		fmt.Fprintf(&cmds, "  %-17s  %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, mainHelp, cmds.String(), envHelp())
 }

@@ -275,6 +275,25 @@ func (kr *Keyring) Derive(label string) []DerivedKey {
 	return out
 }
 
+// redactAddress replaces email in s (an SMTP reply often repeats the
+// recipient's address), in any case, with "<address>".
+func redactAddress(s, email string) string {
+	if email == "" {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if i+len(email) <= len(s) && strings.EqualFold(s[i:i+len(email)], email) {
+			b.WriteString("<address>")
+			i += len(email)
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
 // AddressKey returns the key of an email address under the current secret:
 // "KID:HEX", HEX the lowercase hex HMAC-SHA256 of "address|" and the
 // address in lower case. A permanent rejection is logged with it instead of

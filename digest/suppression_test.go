@@ -2,6 +2,7 @@ package digest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -18,13 +19,11 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 6)
 	p := newProvider()
-	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassPermanent, Err: errors.New("550 5.1.1 mailbox unavailable")}
-	}
 	var logs bytes.Buffer
 	r := f.runner(p, p, func(c *digest.RunConfig) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
+	r.Mailer = rejecting{} // whose replies repeat the address, as SMTP servers' do
 	if sum := f.run(r); sum.Failed != f.want {
 		t.Fatalf("summary %+v", sum)
 	}
@@ -62,3 +61,12 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 		t.Fatal("two addresses share a key")
 	}
 }
+
+// rejecting refuses every message with a 5xx that names the recipient.
+type rejecting struct{}
+
+func (rejecting) Send(_ context.Context, m *digest.Message) (string, error) {
+	return "", &digest.SendError{Class: digest.ClassPermanent, Err: errors.New("550 5.1.1 <" + strings.ToUpper(m.To.Email) + ">: mailbox unavailable")}
+}
+
+func (rejecting) Close() error { return nil }

@@ -176,6 +176,9 @@ type Runner struct {
 	Keyring  *Keyring
 	Renderer *Renderer
 	Config   RunConfig
+	// Unsubscribe, when set, returns a customer's own unsubscribe URI
+	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
+	Unsubscribe func(customerID string) string
 
 	keys *Keyring // Keyring with the week's pinned key id first, set by run
 	c    counters

@@ -113,6 +113,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	unsubscribeURI, err := loadUnsubscribe(st, keyring)
+	if err != nil {
+		return err
+	}
 	renderer, err := digest.NewRenderer()
 	if err != nil {
 		return err
@@ -130,6 +134,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	defer closeSource()
 
 	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	r.Unsubscribe = unsubscribeURI
 	if cfg.Mode == digest.ModeEnforce {
 		m, lookup, err := openMailer(st, cfg.Concurrency, log)
 		if err != nil {

@@ -189,6 +189,7 @@ func TestRunAndPrunePushMetrics(t *testing.T) {
 	checkSamples(t, pg, week48, []wantSample{
 		{"digest_digests_total", []string{"outcome", "sent"}, 20},
 		{"digest_digests_total", []string{"outcome", "skipped"}, 1},
+		{"digest_digests_total", []string{"outcome", "suppressed"}, 1}, // cust_0022 unsubscribed
 		{"digest_digests_total", []string{"outcome", "duplicate"}, 0},
 		{"digest_digests_total", []string{"outcome", "quarantined"}, 0},
 		{"digest_lookups_total", []string{"result", "found"}, 0},

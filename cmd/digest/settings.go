@@ -44,7 +44,10 @@ var settingsTable = []setting{
 	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys},
 	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)", gKeys},
 	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests", gSend},
-	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "List-Unsubscribe header value, e.g. <https://example.com/unsubscribe>", gSend},
+	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>", gSend},
+	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE", gSend},
+	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only)", gKeys},
+	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format", gKeys},
 	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process", gSend},
 	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once", gSend},
 	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend},
@@ -69,7 +72,7 @@ func envHelp() string {
 		if s.def != "" {
 			def = " (default " + s.def + ")"
 		}
-		fmt.Fprintf(&b, "  %-27s %-22s %s%s\n", s.env, f, s.help, def)
+		fmt.Fprintf(&b, "  %-28s %-23s %s%s\n", s.env, f, s.help, def)
 	}
 	return b.String()
 }

@@ -13,4 +13,4 @@ bench: ## one seeded week end to end against a null SMTP server (README "Benchma
 	go run ./cmd/digest bench $(BENCH_FLAGS)
 
 clean:
-	rm -rf bin outbox digest.db digest.db-* .digest-keyring
+	rm -rf bin outbox digest.db digest.db-* digest.db.keys

@@ -54,8 +54,9 @@ func (o Outcome) String() string {
 // ClaimRequest asks for permission to send the digest whose receipt is
 // stored under one of Keys.
 type ClaimRequest struct {
-	// Keys are the candidate keys, current first (Keyring.Candidates). A
-	// receipt already stored under an older key governs; a new receipt is
+	// Keys are the candidate keys, the week's pinned key id first
+	// (Keyring.Candidates of the keyring Keyring.Pinned returns). A
+	// receipt already stored under another key governs; a new receipt is
 	// created under Keys[0].
 	Keys        []Key
 	Fingerprint string        // Digest.Fingerprint
@@ -114,6 +115,27 @@ type SnapshotPin struct {
 	Version string
 }
 
+// WeekPin is what the first run of a SnapshotPin fixes for every later run
+// of it, so that a rerun computes the same keys and fingerprints.
+type WeekPin struct {
+	// AsOf is the snapshot cutoff: source rows recorded after it are not
+	// part of the week.
+	AsOf time.Time
+	// Zone is the name of the time zone (time.Location.String) the week's
+	// bounds are computed in: another zone moves them and so changes every
+	// fingerprint.
+	Zone string
+	// KeyID is the key id new receipts of the week are created under, so
+	// that runs with differently ordered keyrings never create two receipts
+	// for one digest.
+	KeyID string
+	// ReceiptsByKeyID is filled on return only: the number of receipts of
+	// the ISO week by key id. Receipts do not store their digest type or
+	// content version, so the count covers every type and version of the
+	// week.
+	ReceiptsByKeyID map[string]int64
+}
+
 // Observation is one key seen by an observe-mode run.
 type Observation struct {
 	Keys        []Key // candidates, current first, as in ClaimRequest
@@ -139,9 +161,19 @@ type Observed struct {
 //
 // Implementations are in package ledger (PostgreSQL and SQLite).
 type Ledger interface {
-	// PinSnapshot returns the as_of cutoff of pin, storing proposed if the
-	// pin is new. Every later call returns the first stored value.
-	PinSnapshot(ctx context.Context, pin SnapshotPin, proposed time.Time) (time.Time, error)
+	// PinSnapshot returns what pin fixes (as_of, zone, key id), storing
+	// proposed (its AsOf, Zone and KeyID) if the pin is new. Every later
+	// call returns the first stored values; a pin stored before zones and
+	// key ids were pinned adopts proposed's Zone and KeyID once. The result's
+	// ReceiptsByKeyID counts the week's receipts (see WeekPin).
+	PinSnapshot(ctx context.Context, pin SnapshotPin, proposed WeekPin) (WeekPin, error)
+
+	// StartWeek records that a run of pin starts at, which keeps every
+	// receipt of the week from prune for the prune's horizon, and returns
+	// the week's prune tombstone, or nil. A prune running at the same time
+	// either sees the start and keeps the week, or finishes first and its
+	// tombstone is returned.
+	StartWeek(ctx context.Context, pin SnapshotPin, at time.Time) (*PruneTombstone, error)
 
 	// Claim decides each request atomically: exactly one concurrent caller
 	// gets OutcomeClaimed for a key. A fingerprint that differs from the

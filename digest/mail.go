@@ -22,6 +22,9 @@ type Message struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Unsubscribe is the recipient's own unsubscribe URI (https: for a
+	// one-click List-Unsubscribe, or mailto:), or "" (Runner.Unsubscribe).
+	Unsubscribe string
 }
 
 // Mailer hands messages to a provider. Send returns the provider's reference

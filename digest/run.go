@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -57,9 +59,17 @@ type RunConfig struct {
 	BatchSize   int // keys per ledger round trip; default 100
 
 	SendEmpty bool // send digests with no activity (default: skip them)
-	Lenient   bool // skip bad source records instead of refusing the run
+	// AllowEmpty lets a run proceed when the source holds no customer at
+	// all (default: refused, since an unloaded source would otherwise look
+	// like a week that was sent).
+	AllowEmpty bool
+	Lenient    bool // skip bad source records instead of refusing the run
 
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
+	// ResendPrunedWeek lets an enforce run send a week whose receipts were
+	// pruned (a PruneTombstone): the digests whose receipts went are sent
+	// a second time. Without it such a run fails with *PrunedWeekError.
+	ResendPrunedWeek bool
 	// LookupDelay is the least time between an ambiguous send and the
 	// look-up that decides it. Providers list an accepted message only
 	// after they have processed it; asked too early, they answer "not
@@ -131,6 +141,10 @@ func (c *RunConfig) Validate() error {
 		return fmt.Errorf("%w: ambiguous policy %q: want hold or resend", ErrConfig, c.Ambiguous)
 	case c.Shard.Count > 1 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count):
 		return fmt.Errorf("%w: shard %d/%d: index must be 0 to %d", ErrConfig, c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
+	case c.Spec.Location == time.Local || c.Spec.Location.String() == "Local":
+		// The local zone is whatever the pod happens to have: another pod
+		// would compute other week bounds and so other fingerprints.
+		return fmt.Errorf("%w: time zone Local: name the zone, e.g. Europe/Berlin or UTC", ErrConfig)
 	case c.Lease < time.Second:
 		return fmt.Errorf("%w: lease %s: at least 1s", ErrConfig, c.Lease)
 	case c.Concurrency < 1 || c.Concurrency > 256:
@@ -162,9 +176,13 @@ type Runner struct {
 	Keyring  *Keyring
 	Renderer *Renderer
 	Config   RunConfig
+	// Unsubscribe, when set, returns a customer's own unsubscribe URI
+	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
+	Unsubscribe func(customerID string) string
 
-	c   counters
-	lat LatencyHistogram
+	keys *Keyring // Keyring with the week's pinned key id first, set by run
+	c    counters
+	lat  LatencyHistogram
 }
 
 // ClaimLatency returns the histogram of claim round trips (one sample per
@@ -205,12 +223,24 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 func (r *Runner) run(ctx context.Context) (Summary, error) {
 	cfg := &r.Config
 	log := cfg.Logger
+	if !cfg.AllowEmpty {
+		if err := r.refuseEmptySource(ctx); err != nil {
+			return r.c.snapshot(), err
+		}
+	}
 	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
-	asOf, err := r.Ledger.PinSnapshot(ctx, pin, cfg.Now())
+	if err := r.checkPruned(ctx, pin); err != nil {
+		return r.c.snapshot(), err
+	}
+	wp, err := r.Ledger.PinSnapshot(ctx, pin, WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
 	r.c.ledgerCalls.Add(1)
 	if err != nil {
 		return r.c.snapshot(), fmt.Errorf("pin snapshot: %w", err)
 	}
+	if r.keys, err = r.checkWeekPin(wp); err != nil {
+		return r.c.snapshot(), err
+	}
+	asOf := wp.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf, "run_id", cfg.RunID)
 
@@ -253,6 +283,65 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	s := r.c.snapshot()
 	s.Passes = passes
 	return s, nil
+}
+
+// checkWeekPin refuses a run that would not compute the keys and
+// fingerprints of the week's earlier runs, before anything is claimed: a
+// zone other than the pinned one (every fingerprint would differ and every
+// receipt be quarantined), or a keyring that lacks a key id the week's
+// receipts are stored under (each of those digests would be sent again
+// under a new key). It returns the keyring to key the week with: the
+// pinned key id first.
+//
+// The receipts counted are those of the ISO week, every digest type and
+// content version (receipts store the week, not the type): a key id still
+// used by any of them must stay in the keyring.
+func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
+	cfg := &r.Config
+	if zone := cfg.Spec.Location.String(); wp.Zone != zone {
+		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to time zone %s by its first run; this run's is %s, which would move the week's bounds and quarantine every receipt: run it with DIGEST_TZ=%s",
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.Zone, zone, wp.Zone)
+	}
+	var missing []string
+	for kid, n := range wp.ReceiptsByKeyID {
+		if _, ok := r.Keyring.Pinned(kid); !ok && n > 0 {
+			missing = append(missing, fmt.Sprintf("%d under key id %s", n, kid))
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("%w: the keyring (%s) lacks key ids that receipts of week %s are stored under: %s; each of those digests would be sent again. Put the key ids back in the keyring, after the current one",
+			ErrConfig, strings.Join(r.Keyring.IDs(), ","), cfg.Spec.Week, strings.Join(missing, ", "))
+	}
+	keys, ok := r.Keyring.Pinned(wp.KeyID)
+	if !ok {
+		// No receipt under it yet, but a run holding it may be creating
+		// them now: another key id would make two receipts for one digest.
+		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to key id %s by its first run (0 receipts under it so far), and the keyring (%s) lacks it. Put it back in the keyring, after the current one",
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.KeyID, strings.Join(r.Keyring.IDs(), ","))
+	}
+	return keys, nil
+}
+
+// refuseEmptySource refuses a run whose source holds no customer at all,
+// in any shard, before the week is pinned: a source not yet loaded would
+// otherwise end in exit 0 with nothing sent, and pin an as_of that leaves
+// out what is loaded later. A source that yields only bad records is not
+// empty; the strict check reports those.
+func (r *Runner) refuseEmptySource(ctx context.Context) error {
+	cfg := &r.Config
+	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: cfg.Now()}
+	for _, err := range r.Source.Records(ctx, q) {
+		var bad *BadRecordError
+		if err != nil && !errors.As(err, &bad) {
+			return fmt.Errorf("read snapshot: %w", err)
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted: the run stops before claiming
+	}
+	return fmt.Errorf("%w: the source holds no customers at all (nothing to send for week %s); load it first, or pass --allow-empty if an empty week is expected", ErrConfig, cfg.Spec.Week)
 }
 
 // nextDueTracker keeps the earliest time a pending row becomes claimable.

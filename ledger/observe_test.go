@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -23,26 +24,30 @@ func TestPinSnapshot(t *testing.T) {
 		pin := digest.SnapshotPin{Type: "weekly_activity", Week: week, Version: "v3"}
 		first := clk.Now().Add(-time.Hour)
 		const n = 8
-		got := make([]time.Time, n)
+		got := make([]digest.WeekPin, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
 			other := open(t, cfg, clk)
-			wg.Go(func() { got[i], errs[i] = other.PinSnapshot(ctx, pin, first.Add(time.Duration(i)*time.Second)) })
+			// Each run proposes its own cutoff, zone and key id: one wins for all.
+			proposed := digest.WeekPin{AsOf: first.Add(time.Duration(i) * time.Second), Zone: fmt.Sprintf("Zone/%d", i), KeyID: fmt.Sprintf("k%d", i)}
+			wg.Go(func() { got[i], errs[i] = other.PinSnapshot(ctx, pin, proposed) })
 		}
 		wg.Wait()
+		same := func(a, b digest.WeekPin) bool { return a.AsOf.Equal(b.AsOf) && a.Zone == b.Zone && a.KeyID == b.KeyID }
 		for i := range n {
-			if errs[i] != nil || !got[i].Equal(got[0]) {
-				t.Fatalf("pin %d: %v %v, want all equal to %v", i, got[i], errs[i], got[0])
+			if errs[i] != nil || !same(got[i], got[0]) {
+				t.Fatalf("pin %d: %+v %v, want all equal to %+v", i, got[i], errs[i], got[0])
 			}
 		}
-		later, err := s.PinSnapshot(ctx, pin, clk.Now())
-		if err != nil || !later.Equal(got[0]) {
-			t.Fatalf("later run: %v %v, want %v", later, err, got[0])
+		later, err := s.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: clk.Now(), Zone: "Europe/Berlin", KeyID: "k9"})
+		if err != nil || !same(later, got[0]) {
+			t.Fatalf("later run: %+v %v, want %+v", later, err, got[0])
 		}
 		pin.Version = "v4"
-		if v4, err := s.PinSnapshot(ctx, pin, clk.Now()); err != nil || !v4.Equal(clk.Now()) {
-			t.Fatalf("new pin: %v %v", v4, err)
+		v4, err := s.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: clk.Now(), Zone: "Europe/Berlin", KeyID: "k9"})
+		if err != nil || !v4.AsOf.Equal(clk.Now()) || v4.Zone != "Europe/Berlin" || v4.KeyID != "k9" {
+			t.Fatalf("new pin: %+v %v", v4, err)
 		}
 	})
 }
@@ -116,7 +121,7 @@ func TestNoCustomerData(t *testing.T) {
 		finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateSent, ProviderRef: "<msg-1@example.net>"})
 		claim1(t, s, req(k, "fp2"))
 		s.Observe(ctx, []digest.Observation{{Keys: k, Fingerprint: "fp1", Week: week, RunID: "observe"}})
-		s.PinSnapshot(ctx, digest.SnapshotPin{Type: id.Type, Week: week, Version: id.Version}, clk.Now())
+		s.PinSnapshot(ctx, digest.SnapshotPin{Type: id.Type, Week: week, Version: id.Version}, digest.WeekPin{AsOf: clk.Now(), Zone: "UTC", KeyID: "k2"})
 		s.Close()
 
 		dump := dumpDatabase(t, cfg)

@@ -167,32 +167,49 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// PinSnapshot stores proposed as the as_of of pin if the pin is new, and
-// returns the stored value.
-func (s *Postgres) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed time.Time) (time.Time, error) {
-	const insert = `
-WITH ins AS (
-    INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
-    VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT DO NOTHING
-    RETURNING as_of
-)
-SELECT as_of FROM ins
-UNION ALL
-SELECT as_of FROM snapshot_pins WHERE digest_type = $1 AND iso_week = $2 AND version = $3`
-	const read = `SELECT as_of FROM snapshot_pins WHERE digest_type = $1 AND iso_week = $2 AND version = $3`
-	args := []any{pin.Type, pin.Week.String(), pin.Version, proposed.UTC().Truncate(time.Microsecond), s.nowUTC()}
-	var asOf time.Time
-	err := s.pool.QueryRow(ctx, insert, args...).Scan(&asOf)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// A concurrent first run inserted the pin after this statement's
-		// snapshot was taken; a new statement sees it.
-		err = s.pool.QueryRow(ctx, read, args[:3]...).Scan(&asOf)
-	}
+// PinSnapshot stores proposed as what pin fixes if the pin is new, and
+// returns the stored values with the week's receipts counted by key id.
+func (s *Postgres) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+	// DO UPDATE rather than DO NOTHING: it returns the row whichever run
+	// inserted it (waiting for a concurrent first run to commit), and it
+	// lets a pin made before zones and key ids were pinned (NULL) adopt
+	// this run's, once. as_of never changes.
+	const upsert = `
+INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
+    zone = coalesce(p.zone, excluded.zone),
+    key_id = coalesce(p.key_id, excluded.key_id)
+RETURNING as_of, zone, key_id`
+	// Receipts store the week, not the type or version: see WeekPin.
+	const count = `SELECT key_id, count(*) FROM receipts WHERE iso_week = $1 GROUP BY key_id`
+	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, upsert, pin.Type, pin.Week.String(), pin.Version,
+			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID).
+			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, count, pin.Week.String())
+		if err != nil {
+			return err
+		}
+		var (
+			kid string
+			n   int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&kid, &n}, func() error {
+			wp.ReceiptsByKeyID[kid] = n
+			return nil
+		})
+		return err
+	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+		return digest.WeekPin{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
-	return asOf.UTC(), nil
+	wp.AsOf = wp.AsOf.UTC()
+	return wp, nil
 }
 
 // rounds splits elements 0..n-1 into statements so that no key appears

@@ -196,23 +196,47 @@ func fromUs(n sql.NullInt64) time.Time {
 	return time.UnixMicro(n.Int64).UTC()
 }
 
-// PinSnapshot stores proposed as the as_of of pin if the pin is new, and
-// returns the stored value.
-func (s *SQLite) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed time.Time) (time.Time, error) {
-	var asOf sql.NullInt64
+// PinSnapshot stores proposed as what pin fixes if the pin is new, and
+// returns the stored values with the week's receipts counted by key id.
+// A pin made before zones and key ids were pinned (NULL) adopts this
+// run's, once; as_of never changes.
+func (s *SQLite) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err := s.write(ctx, func(tx sqliteTx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
-VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, pin.Type, pin.Week.String(), pin.Version, proposed.UnixMicro(), s.nowUTC().UnixMicro())
+		var asOf sql.NullInt64
+		err := tx.QueryRowContext(ctx, `INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
+    zone = coalesce(p.zone, excluded.zone),
+    key_id = coalesce(p.key_id, excluded.key_id)
+RETURNING as_of, zone, key_id`, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
+			proposed.Zone, proposed.KeyID).Scan(&asOf, &wp.Zone, &wp.KeyID)
 		if err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT as_of FROM snapshot_pins WHERE digest_type = ? AND iso_week = ? AND version = ?`,
-			pin.Type, pin.Week.String(), pin.Version).Scan(&asOf)
+		wp.AsOf = fromUs(asOf)
+		// Receipts store the week, not the type or version: see WeekPin.
+		rows, err := tx.QueryContext(ctx, `SELECT key_id, count(*) FROM receipts WHERE iso_week = ? GROUP BY key_id`, pin.Week.String())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				kid string
+				n   int64
+			)
+			if err := rows.Scan(&kid, &n); err != nil {
+				return err
+			}
+			wp.ReceiptsByKeyID[kid] = n
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+		return digest.WeekPin{}, fmt.Errorf("pin snapshot %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
-	return fromUs(asOf), nil
+	return wp, nil
 }
 
 // placeholders returns "?, ?, …" for n parameters.

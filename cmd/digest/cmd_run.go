@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -31,6 +32,13 @@ command with --week. Customers come from --snapshot FILE.jsonl, or else from
 the PostgreSQL relations digest_customers and digest_activity, read as of a
 cutoff pinned by the first run of the week.
 
+A run refuses (exit 2, before claiming anything) what would change the
+meaning of the week's keys: a DIGEST_TZ other than the one the week's first
+run pinned, or a keyring without a key id the week's receipts are stored
+under. It refuses a source with no customers at all unless --allow-empty,
+and a PostgreSQL ledger without DIGEST_SMTP_URL unless DIGEST_OUTBOX_DIR (or
+--outbox-dir) names the outbox on purpose.
+
 Examples:
   digest run --snapshot examples/snapshot.jsonl --week 2026-W48   # embedded: SQLite + ./outbox
   digest run                                                      # last week, PostgreSQL + SMTP
@@ -40,13 +48,18 @@ Examples:
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
-Exit codes: 0 all sent or settled, 1 failure, 2 usage, 3 incomplete (retry
-later), 4 rows need review ("digest review list").
+A week whose receipts "digest prune" deleted is refused (exit 2, nothing
+claimed): without its receipts the run cannot tell what was sent. Only
+--resend-pruned-week runs it, and then every digest whose receipt was
+pruned is sent a second time.
+
+Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week),
+3 incomplete (retry later), 4 rows need review ("digest review list").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "run", runHelp)
-	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush)
+	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush, gRetention)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
@@ -58,7 +71,9 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, wait this long before asking the provider (providers list accepted messages with a lag)")
 	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
+	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")
+	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -73,6 +88,11 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
+	if cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {
+		return err
+	}
+	cfg.ResendPrunedWeek = *resendPruned
+	cfg.AllowEmpty = *allowEmpty
 	if *lookupDelay <= 0 {
 		return usagef("--lookup-delay %s: want a positive duration", *lookupDelay)
 	}
@@ -93,6 +113,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	unsubscribeURI, err := loadUnsubscribe(st, keyring)
+	if err != nil {
+		return err
+	}
 	renderer, err := digest.NewRenderer()
 	if err != nil {
 		return err
@@ -110,6 +134,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	defer closeSource()
 
 	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	r.Unsubscribe = unsubscribeURI
 	if cfg.Mode == digest.ModeEnforce {
 		m, lookup, err := openMailer(st, cfg.Concurrency, log)
 		if err != nil {
@@ -122,7 +147,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
-	report(env, log, &cfg, sum)
+	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log))
 	err = runExit(sum, runErr)
 	recordRun(ctx, st, log, store, r, &cfg, sum, err)
 	return err
@@ -219,7 +244,10 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 // outranks a review, which outranks an incomplete run: the next scheduled
 // run finishes an incomplete week by itself, a review needs a person.
 func runExit(sum digest.Summary, err error) error {
+	var pruned *digest.PrunedWeekError
 	switch {
+	case errors.As(err, &pruned):
+		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
 	case err != nil && isUsage(err):
 		return usagef("%v", err)
 	case err != nil:
@@ -238,14 +266,31 @@ func runExit(sum digest.Summary, err error) error {
 	return nil
 }
 
+// sentInWeek returns a function that counts the week's sent receipts in
+// the ledger, for the "nothing to send" line: a run's own counters cover
+// one shard, and count a digest once per pass that met it.
+func sentInWeek(ctx context.Context, store ledger.Store, cfg *digest.RunConfig, log *slog.Logger) func() (int64, bool) {
+	return func() (int64, bool) {
+		c, err := store.Counts(context.WithoutCancel(ctx), cfg.Spec.Week)
+		if err != nil {
+			log.Warn("count the week's sent receipts", "err", err)
+			return 0, false
+		}
+		return c.ByState[digest.StateSent], true
+	}
+}
+
 // report logs the summary and, on a terminal, prints it as a table.
-func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary) {
+func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary, sent func() (int64, bool)) {
 	msg := "run finished"
 	switch {
 	case cfg.Mode == digest.ModeObserve:
 		msg = "observe run finished: nothing sent, no receipt changed"
 	case sum.Sent == 0 && sum.Reconciled == 0 && sum.Duplicates > 0 && sum.Pending == 0 && !sum.NeedsReview():
-		msg = fmt.Sprintf("nothing to send: all %d digests of %s were already sent", sum.Duplicates, cfg.Spec.Week)
+		msg = fmt.Sprintf("nothing to send: all digests of %s were already sent", cfg.Spec.Week)
+		if n, ok := sent(); ok {
+			msg = fmt.Sprintf("nothing to send: all %d digests of %s were already sent", n, cfg.Spec.Week)
+		}
 	}
 	log.Info(msg, "week", cfg.Spec.Week.String(), "summary", sum)
 	if isTerminal(env.Stdout) {

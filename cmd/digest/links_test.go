@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,4 +88,21 @@ func hasAnchor(body, anchor string) bool {
 		}
 	}
 	return false
+}
+
+// TestMakeCleanRemovesTheEmbeddedDefaultsFiles checks that "make clean"
+// removes every file the embedded quick start creates: the SQLite ledger
+// and its WAL, the generated keyring next to it, and the outbox.
+func TestMakeCleanRemovesTheEmbeddedDefaultsFiles(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("make", "-s", "-n", "-C", "../..", "clean").Output()
+	if err != nil {
+		t.Fatalf("make -n clean: %v", err)
+	}
+	words := strings.Fields(string(out))
+	for _, want := range []string{"digest.db", "digest.db-*", "digest.db.keys", "outbox"} {
+		if !slices.Contains(words, want) {
+			t.Errorf("make clean does not remove %s: %s", want, out)
+		}
+	}
 }

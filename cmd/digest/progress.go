@@ -49,6 +49,7 @@ func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline st
 	row("retryable (temporary failures)", s.Retryable)
 	row("failed (permanent)", s.Failed)
 	row("skipped", s.Skipped)
+	row("suppressed (unsubscribed)", s.Suppressed)
 	if s.Invalid > 0 {
 		row("invalid", s.Invalid)
 	}

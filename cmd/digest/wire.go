@@ -68,8 +68,13 @@ func fromAddress(st *settings) (digest.Address, error) {
 }
 
 // openMailer returns the SMTP mailer, or the file outbox when no SMTP URL
-// is set, and the look-up to use for maybe-sent digests.
+// is set, and the look-up to use for maybe-sent digests. With a PostgreSQL
+// ledger the outbox must be named on purpose: by default it would record a
+// production week as sent into files nobody reads.
 func openMailer(st *settings, concurrency int, log *slog.Logger) (digest.Mailer, digest.Lookup, error) {
+	if st.str("DIGEST_SMTP_URL") == "" && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
+		return nil, nil, usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
+	}
 	from, err := fromAddress(st)
 	if err != nil {
 		return nil, nil, err

@@ -32,6 +32,9 @@ type badInput struct {
 // Configuration and command-line mistakes: each is refused before the
 // ledger is touched (exit 2) or, for an unreachable database, before
 // anything is claimed (exit 1). One world for all: none may send.
+// unsubKeys is an unsubscribe keyring of its own (not e2etest.TestKeyring).
+const unsubKeys = "u1:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+
 func TestBadInputConfiguration(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -65,6 +68,7 @@ func TestBadInputConfiguration(t *testing.T) {
 		{"burst not a number", []string{"DIGEST_BURST=many"}, week, 2, `DIGEST_BURST="many"`},
 		{"concurrency zero", []string{"DIGEST_CONCURRENCY=0"}, week, 2, `DIGEST_CONCURRENCY="0"`},
 		{"time zone unknown", []string{"DIGEST_TZ=Mars/Olympus"}, week, 2, `DIGEST_TZ="Mars/Olympus": not a time zone`},
+		{"time zone Local", []string{"DIGEST_TZ=Local"}, week, 2, "DIGEST_TZ=Local: the machine's local zone is not a setting"},
 		{"digest type with a separator", []string{"DIGEST_TYPE=weekly|activity"}, week, 2, "invalid run configuration"},
 		{"content version with a control character", []string{"DIGEST_VERSION=v1\t"}, week, 2, "invalid run configuration"},
 		{"no keyring with PostgreSQL", []string{"DIGEST_HMAC_KEYS="}, week, 2, "no HMAC keyring"},
@@ -74,10 +78,17 @@ func TestBadInputConfiguration(t *testing.T) {
 		{"keyring file missing", []string{"DIGEST_HMAC_KEYS=", "DIGEST_HMAC_KEYS_FILE=" + filepath.Join(dir, "nope")}, week, 2, "DIGEST_HMAC_KEYS_FILE:"},
 		{"SMTP URL scheme", []string{"DIGEST_SMTP_URL=http://mail.example.com"}, week, 2, "DIGEST_SMTP_URL:"},
 		{"SMTP URL tls mode", []string{"DIGEST_SMTP_URL=smtp://mail.example.com?tls=sometimes"}, week, 2, "DIGEST_SMTP_URL:"},
+		{"PostgreSQL ledger without SMTP URL or outbox", []string{"DIGEST_SMTP_URL="}, week, 2, "no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL"},
 		{"SMTP password file missing", []string{"DIGEST_SMTP_PASSWORD_FILE=" + filepath.Join(dir, "nope")}, week, 2, "DIGEST_SMTP_PASSWORD_FILE:"},
 		{"look-up URL scheme", []string{"DIGEST_LOOKUP_URL=ftp://mail.example.com"}, week, 2, "DIGEST_LOOKUP_URL:"},
 		{"Postmark look-up without token", []string{"DIGEST_LOOKUP_URL=postmark+https://api.postmarkapp.com"}, week, 2, "needs a server token"},
 		{"From not an address", []string{"DIGEST_FROM=digest at bank"}, week, 2, `DIGEST_FROM="digest at bank"`},
+		{"unsubscribe URL not https", []string{"DIGEST_UNSUBSCRIBE_URL=http://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "not an https://host/... or mailto: URL"},
+		{"unsubscribe URL without {token}", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/unsubscribe", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "has no {token}"},
+		{"unsubscribe URL with CRLF", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}\r\nBcc: x@evil.test", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "control or non-ASCII character"},
+		{"unsubscribe URL without keyring", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}"}, week, 2, "no unsubscribe keyring"},
+		{"unsubscribe keyring not base64", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=u1:%%%"}, week, 2, "DIGEST_UNSUBSCRIBE_KEYS:"},
+		{"unsubscribe keyring is the HMAC keyring", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=" + e2etest.TestKeyring}, week, 2, "shares a secret with the HMAC keyring"},
 		{"database unreachable", []string{"DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"}, week, 1, "digest run: "},
 		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 2, "DIGEST_DATABASE_URL: not a PostgreSQL URL"},
 		{"database URL of another database", []string{"DIGEST_DATABASE_URL=mysql://digest@db/app"}, week, 2, `DIGEST_DATABASE_URL: scheme "mysql" is not supported`},

@@ -29,7 +29,7 @@ const Namespace = "digest"
 
 // Outcomes are the values of the outcome label of digest_digests_total, in
 // the order of digest.Summary's counters.
-var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid"}
+var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid", "suppressed"}
 
 // LookupResults are the values of the result label of digest_lookups_total.
 var LookupResults = []string{"found", "not_found", "error"}
@@ -90,7 +90,7 @@ func New() *Registry {
 	}
 	r := &Registry{
 		reg: prometheus.NewRegistry(),
-		digests: newLastRun("digests_total", "Digests of the last run by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid.",
+		digests: newLastRun("digests_total", "Digests of the last run by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid, suppressed (unsubscribed).",
 			"outcome", Outcomes),
 		ledgerCalls: newLastRun("ledger_calls_total", "Ledger round trips of the last run (claims, finishes, look-ups of receipts).", "", nil),
 		lookups: newLastRun("lookups_total", "Provider look-ups of maybe-sent digests in the last run by result: found (reconciled), not_found (sent), error (left retryable).",
@@ -140,7 +140,7 @@ func (r *Registry) Handler() http.Handler {
 // from zero) and sets the gauges.
 func (r *Registry) ObserveRun(run Run) {
 	s := run.Summary
-	r.digests.set(s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid)
+	r.digests.set(s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid, s.Suppressed)
 	r.lookups.set(s.LookupsFound, s.LookupsNotFound, s.LookupErrors)
 	r.duplicateAge.set(s.DuplicateAges[:]...)
 	r.ledgerCalls.set(s.LedgerCalls)

@@ -73,6 +73,16 @@ type ClaimResult struct {
 	Token     int64 // fencing token: only its holder may finish the claim
 	Attempt   int   // 1 for the first claim
 	MaybeSent bool  // an earlier claim may have reached the provider: look up before sending
+	// LeaseExpires is the lease's end as the ledger recorded it, by the
+	// ledger's clock: no other run can take the claim over before it. A
+	// send must end before it (see Ledger.Renew to extend it).
+	LeaseExpires time.Time
+	// TakenOverAt, with MaybeSent, is set when this claim took over an
+	// expired claim whose send had started: the ledger's time of the
+	// takeover, at or after the old lease's end. That send may still be
+	// landing at the provider, so a look-up before TakenOverAt plus the
+	// look-up delay could miss it. Zero otherwise.
+	TakenOverAt time.Time
 
 	// With OutcomeAlreadySent:
 	ProviderRef string
@@ -154,6 +164,13 @@ type Ledger interface {
 	// per-element error is ErrStaleClaim for a lost claim, which must not
 	// be sent.
 	StartSending(ctx context.Context, fences []Fence) ([]error, error)
+
+	// Renew extends the leases of claims still held to lease from the
+	// ledger's now, in one fenced statement, and returns the new expiry as
+	// recorded. The per-element error is ErrStaleClaim for a claim another
+	// run took over (or one already finished): it must not be sent. An
+	// expired lease that nobody took over is renewed.
+	Renew(ctx context.Context, fences []Fence, lease time.Duration) (expires time.Time, errs []error, err error)
 
 	// Finish records outcomes; the per-element error is ErrStaleClaim when
 	// the token no longer holds the claim.

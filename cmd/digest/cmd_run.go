@@ -12,6 +12,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -149,18 +150,32 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
+	rate, err := st.positiveFloat("DIGEST_RATE")
+	if err != nil {
+		return cfg, err
+	}
+	var worst time.Duration // the file outbox has no network to wait for
+	if st.str("DIGEST_SMTP_URL") != "" {
+		timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+		if err != nil {
+			return cfg, err
+		}
+		worst = sender.WorstCase(timeout)
+	}
 	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
 	if err != nil {
 		return cfg, err
 	}
 	cfg = digest.RunConfig{
-		Spec:        digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
-		Mode:        digest.Mode(mode),
-		Shard:       sh,
-		Ambiguous:   digest.AmbiguousPolicy(ambiguous),
-		Lease:       lease,
-		Concurrency: conc,
-		RunID:       newRunID(),
+		Spec:          digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		Mode:          digest.Mode(mode),
+		Shard:         sh,
+		Ambiguous:     digest.AmbiguousPolicy(ambiguous),
+		Lease:         lease,
+		SendWorstCase: worst,
+		Rate:          rate,
+		Concurrency:   conc,
+		RunID:         newRunID(),
 	}
 	if cohort >= 0 {
 		if mode != string(digest.ModeEnforce) {

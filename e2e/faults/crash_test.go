@@ -89,7 +89,7 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 	p := planCrashes(t)
 	e := e2etest.NewEnv(t)
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 
 	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20")
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
@@ -97,7 +97,7 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 	}
 	before := e.MailpitCount()
 
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s"}, "run", "--week", week40s, "--deadline", "2m")
+	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if final.Code != 0 {
 		t.Fatalf("final run: exit %d\n%s", final.Code, final.Stderr)
 	}
@@ -128,14 +128,14 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	e.Unset("DIGEST_LOOKUP_URL")
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 	args := []string{"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "30s", "--batch-size", "20"}
 
 	killed := killRuns(t, e, p, slow, args...)
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s"}, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
+	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
 	if final.Code != 0 && final.Code != 4 {
 		t.Fatalf("final run: exit %d, want 0 or 4 (review)\n%s", final.Code, final.Stderr)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,6 +32,7 @@ func withURL(t *testing.T, e *e2etest.Env, host, app string) string {
 
 // bgRun is a "digest run" in the background.
 type bgRun struct {
+	cmd  *exec.Cmd
 	done chan struct{}
 	res  e2etest.Result
 }
@@ -46,7 +48,7 @@ func startRun(t *testing.T, e *e2etest.Env, extra []string, args ...string) *bgR
 		cancel()
 		t.Fatal(err)
 	}
-	b := &bgRun{done: make(chan struct{})}
+	b := &bgRun{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		defer cancel()

@@ -181,3 +181,50 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 		t.Fatalf("review list shows %d held lines, the ledger holds %d:\n%s", heldListed, r["held"], list)
 	}
 }
+
+// holdsAfterKill starts a run at rate msg/s without a look-up, SIGKILLs it
+// once at least `after` messages arrived, and returns how many claims it
+// left marked as sending: what the next run holds for review.
+func holdsAfterKill(t *testing.T, rate, customers, after int) int {
+	t.Helper()
+	e := e2etest.NewEnv(t)
+	e.Unset("DIGEST_LOOKUP_URL")
+	e.Seed(customers, week40)
+	b := startRun(t, e, []string{"DIGEST_RATE=" + strconv.Itoa(rate), "DIGEST_BURST=1"},
+		"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "0")
+	e2etest.WaitFor(t, time.Minute, "the run to send", func() bool { return e.MailpitCount() >= after || b.exited() })
+	if b.exited() {
+		t.Fatalf("the run ended before the kill\n%s", b.wait().Stderr)
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGKILL)
+	b.wait()
+	var n int
+	if err := e.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM receipts WHERE state = 'claimed' AND send_started`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The window of claims marked as sending and not yet recorded follows the
+// rate: a crash at 5 msg/s leaves a handful for review (2 marks of 2, the
+// 4 senders, the finish in flight), not the ~54 of 25-claim chunks.
+func TestCrashHoldsFollowTheRate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ rate, customers, after, most int }{
+		{rate: 5, customers: 40, after: 3, most: 10},
+		{rate: 50, customers: 160, after: 20},
+		{rate: 500, customers: 1000, after: 150},
+	} {
+		t.Run(strconv.Itoa(c.rate), func(t *testing.T) {
+			t.Parallel()
+			holds := []int{holdsAfterKill(t, c.rate, c.customers, c.after), holdsAfterKill(t, c.rate, c.customers, c.after)}
+			t.Logf("NUMBERS crash-window: rate=%d msg/s holds per crash=%v", c.rate, holds)
+			for _, h := range holds {
+				if c.most > 0 && h > c.most {
+					t.Errorf("a crash at %d msg/s left %d claims marked as sending, want at most %d", c.rate, h, c.most)
+				}
+			}
+		})
+	}
+}

@@ -125,11 +125,13 @@ func (p *pass) renew(ctx context.Context) {
 		}
 		r.c.renewals.Add(1)
 		for i, it := range its {
-			if errs[i] != nil {
+			switch {
+			case errs[i] == nil:
+				it.lease.set(until)
+			case errors.Is(errs[i], ErrStaleClaim):
 				it.lease.lost.Store(true)
-				continue
 			}
-			it.lease.set(until)
+			// ErrNotRenewed: being written right now; next tick.
 		}
 	}
 }

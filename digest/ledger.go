@@ -117,6 +117,13 @@ type Finish struct {
 // what it would have written is dropped.
 var ErrStaleClaim = errors.New("stale claim: lease lost to a newer claim")
 
+// ErrNotRenewed means a renewal skipped a claim because a concurrent write
+// (this run recording it, or another run's claim deciding it) held its
+// row: renewing never waits for a row lock, so that it cannot deadlock
+// with the writes of its own run. The lease stands as it was; the next
+// renewal tries again.
+var ErrNotRenewed = errors.New("lease not renewed: the claim was being written")
+
 // SnapshotPin names a snapshot: one (type, week, version).
 type SnapshotPin struct {
 	Type    string
@@ -168,8 +175,10 @@ type Ledger interface {
 	// Renew extends the leases of claims still held to lease from the
 	// ledger's now, in one fenced statement, and returns the new expiry as
 	// recorded. The per-element error is ErrStaleClaim for a claim another
-	// run took over (or one already finished): it must not be sent. An
-	// expired lease that nobody took over is renewed.
+	// run took over (or one already finished): it must not be sent; or
+	// ErrNotRenewed for a claim whose row a concurrent write held: its
+	// lease stands as it was. An expired lease that nobody took over is
+	// renewed.
 	Renew(ctx context.Context, fences []Fence, lease time.Duration) (expires time.Time, errs []error, err error)
 
 	// Finish records outcomes; the per-element error is ErrStaleClaim when

@@ -40,21 +40,30 @@ var startOneSQL = fenceOne(startSQL)
 
 // renewSQL extends the leases of claims still held: $1 keys, $2 tokens,
 // $3 the new expiry, $4 now. The same fence as startSQL, so a claim another
-// run took over is not renewed; an expired lease nobody took over is. No
-// history row: a renewal is not a transition, and a slow week renews each
-// claim many times. lease_expires_at is in no index, so this is a HOT
-// update like the mark.
+// run took over is not renewed; an expired lease nobody took over is.
+//
+// It locks with SKIP LOCKED and so never waits: the run's own StartSending
+// and Finish update overlapping rows at the same time, in no set order,
+// and a renewal that waited for them could deadlock with them. A row it
+// skips is returned as not renewed; a fenced row not returned lost its
+// claim. No history row: a renewal is not a transition, and a slow week
+// renews each claim many times. lease_expires_at is in no index, so this
+// is a HOT update like the mark.
 const renewSQL = `
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+), l AS MATERIALIZED (
+    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+        AND r.key IN (SELECT key FROM l)
+    RETURNING f.idx
 )
-UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
-FROM f
-WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-RETURNING f.idx`
-
-// renewOneSQL is renewSQL for one fence, with scalar arguments.
-var renewOneSQL = fenceOne(renewSQL)
+SELECT idx, true FROM u
+UNION ALL
+SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l)`
 
 // fenceOne turns a statement over the fences $1 keys, $2 tokens (startSQL,
 // renewSQL) into its form for one fence, with scalar arguments.
@@ -138,9 +147,39 @@ func (s *Postgres) Renew(ctx context.Context, fences []digest.Fence, lease time.
 	}
 	now := s.nowUTC()
 	expires := now.Add(lease)
-	errs, err := s.fenced(ctx, "renew", len(fences),
-		func(i int) digest.Key { return fences[i].Key }, fenceStatement(fences, renewSQL, renewOneSQL, expires, now))
-	if err != nil {
+	keys, tokens := make([]string, len(fences)), make([]int64, len(fences))
+	for i, f := range fences {
+		keys[i], tokens[i] = string(f.Key), f.Token
+	}
+	errs := make([]error, len(fences))
+	build := func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(renewSQL, keys, tokens, expires, now)
+		return b
+	}
+	read := func(br pgx.BatchResults) error {
+		for i := range errs {
+			errs[i] = digest.ErrStaleClaim
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("renew: %w", err)
+		}
+		var idx int
+		var renewed bool
+		_, err = pgx.ForEachRow(rows, []any{&idx, &renewed}, func() error {
+			errs[idx-1] = nil
+			if !renewed {
+				errs[idx-1] = digest.ErrNotRenewed
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("renew: %w", err)
+		}
+		return nil
+	}
+	if err := s.sendBatch(ctx, build, read); err != nil {
 		return time.Time{}, nil, err
 	}
 	return expires, errs, nil

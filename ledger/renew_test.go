@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Renew keeps held claims exclusive past their first lease, in one call;
@@ -81,4 +82,37 @@ func TestTakeoverOfStartedSendSaysWhen(t *testing.T) {
 			t.Fatalf("takeover of an unstarted claim: %+v", unstarted)
 		}
 	})
+}
+
+// A renewal never waits for a row lock (the run's own mark and finish
+// write the same rows concurrently, in no set order): a locked row is
+// skipped and reported as not renewed, its lease unchanged.
+func TestRenewSkipsLockedRows(t *testing.T) {
+	t.Parallel()
+	s, clk, _ := fresh(t, backends[0])
+	pg, ok := s.(*ledger.Postgres)
+	if !ok {
+		t.Fatalf("store %T is not PostgreSQL", s)
+	}
+	ctx := context.Background()
+	c1, c2 := mustClaim(t, s, req(keys(t, "customer_1"), "fp1")), mustClaim(t, s, req(keys(t, "customer_2"), "fp1"))
+	tx, err := pg.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM receipts WHERE key = $1 FOR UPDATE`, string(c1.Key)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	_, errs, err := s.Renew(ctx, []digest.Fence{{Key: c1.Key, Token: c1.Token}, {Key: c2.Key, Token: c2.Token}}, time.Minute)
+	if err != nil || !errors.Is(errs[0], digest.ErrNotRenewed) || errs[1] != nil {
+		t.Fatalf("renew with a row locked: %v %v; want the locked one not renewed, the other renewed", err, errs)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := show(t, s, c1.Key); !r.LeaseExpires.Equal(c1.LeaseExpires) {
+		t.Fatalf("skipped row's lease %v, want unchanged %v", r.LeaseExpires, c1.LeaseExpires)
+	}
 }

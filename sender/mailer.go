@@ -25,7 +25,7 @@ const (
 	// lease must cover that: short enough for a lease of tens of seconds,
 	// long enough for a provider across the internet.
 	DefaultTimeout = 8 * time.Second
-	maxRefLen          = 200
+	maxRefLen      = 200
 )
 
 // ErrClosed is returned by Send after Close.

@@ -56,7 +56,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	ambiguous := fs.String("ambiguous", "hold", "with no look-up, a maybe-sent digest is: hold (operator review) or resend")
 	deadline := fs.Duration("deadline", 30*time.Minute, "retry temporary failures that come due within this long from the start; 0: no retry pass")
 	grace := fs.Duration("grace", 20*time.Second, "on SIGTERM, how long sends under way may take to finish and be recorded")
-	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, wait this long before asking the provider (providers list accepted messages with a lag)")
+	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, or after taking over a crashed run's claim whose send had started, wait this long before asking the provider (providers list accepted messages with a lag)")
 	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")

@@ -100,7 +100,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(pctx, q, items) }()
 	go func() {
-		err := p.claim(pctx, items, claimed, done)
+		err := p.claim(pctx, hard, items, claimed, done)
 		if err != nil {
 			pcancel()
 		}

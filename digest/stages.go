@@ -10,7 +10,11 @@ import (
 // claim takes items in batches, claims them in one ledger call per batch,
 // and routes each by outcome. The claims whose send is to start go on to
 // the start stage as one batch, so that the next claim overlaps them.
-func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+// A claim call under way when ctx is cancelled (SIGTERM) runs on under
+// hard: cancelled, it could commit its claims unseen and leave them locked
+// until their lease ends; finished, its claims are given back by the start
+// stage.
+func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
 	defer close(claimed)
 	r, cfg := p.r, &p.r.Config
 	size := claimBatch(cfg)
@@ -41,7 +45,7 @@ func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*
 			reqs[i] = ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
 		}
 		t0, asked := time.Now(), cfg.Now()
-		res, err := r.Ledger.Claim(ctx, reqs)
+		res, err := r.Ledger.Claim(hard, reqs)
 		r.lat.Observe(time.Since(t0), len(reqs))
 		r.c.ledgerCalls.Add(1)
 		if err != nil {

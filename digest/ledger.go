@@ -74,6 +74,16 @@ type ClaimResult struct {
 	Token     int64 // fencing token: only its holder may finish the claim
 	Attempt   int   // 1 for the first claim
 	MaybeSent bool  // an earlier claim may have reached the provider: look up before sending
+	// LeaseExpires is the lease's end as the ledger recorded it, by the
+	// ledger's clock: no other run can take the claim over before it. A
+	// send must end before it (see Ledger.Renew to extend it).
+	LeaseExpires time.Time
+	// TakenOverAt, with MaybeSent, is set when this claim took over an
+	// expired claim whose send had started: the ledger's time of the
+	// takeover, at or after the old lease's end. That send may still be
+	// landing at the provider, so a look-up before TakenOverAt plus the
+	// look-up delay could miss it. Zero otherwise.
+	TakenOverAt time.Time
 
 	// With OutcomeAlreadySent:
 	ProviderRef string
@@ -107,6 +117,13 @@ type Finish struct {
 // expired and another run took the key over. The caller must not send, and
 // what it would have written is dropped.
 var ErrStaleClaim = errors.New("stale claim: lease lost to a newer claim")
+
+// ErrNotRenewed means a renewal skipped a claim because a concurrent write
+// (this run recording it, or another run's claim deciding it) held its
+// row: renewing never waits for a row lock, so that it cannot deadlock
+// with the writes of its own run. The lease stands as it was; the next
+// renewal tries again.
+var ErrNotRenewed = errors.New("lease not renewed: the claim was being written")
 
 // SnapshotPin names a snapshot: one (type, week, version).
 type SnapshotPin struct {
@@ -186,6 +203,15 @@ type Ledger interface {
 	// per-element error is ErrStaleClaim for a lost claim, which must not
 	// be sent.
 	StartSending(ctx context.Context, fences []Fence) ([]error, error)
+
+	// Renew extends the leases of claims still held to lease from the
+	// ledger's now, in one fenced statement, and returns the new expiry as
+	// recorded. The per-element error is ErrStaleClaim for a claim another
+	// run took over (or one already finished): it must not be sent; or
+	// ErrNotRenewed for a claim whose row a concurrent write held: its
+	// lease stands as it was. An expired lease that nobody took over is
+	// renewed.
+	Renew(ctx context.Context, fences []Fence, lease time.Duration) (expires time.Time, errs []error, err error)
 
 	// Finish records outcomes; the per-element error is ErrStaleClaim when
 	// the token no longer holds the claim.

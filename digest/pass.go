@@ -15,7 +15,11 @@ type item struct {
 	enforce bool
 
 	claim ClaimResult // after the claim
+	lease lease       // the claim's live lease, renewed while held
 	msg   *Message    // rendered, for a send
+	// handed: the message went to the mailer and was accepted or may have
+	// reached the provider (an ambiguous failure).
+	handed bool
 
 	// The end of the claim, for the finisher.
 	fin        Finish
@@ -38,10 +42,14 @@ type item struct {
 // sending (in claimed) are re-sent without a look-up once their lease ends;
 // claims marked as sending and not yet sent (in sends) are at most two
 // chunks of startChunk, so a crash leaves few digests to look up or hold.
+// The claims taken ahead are a quarter lease's worth of sends (claimBatch),
+// and their leases are renewed while they wait (renew), so a slow rate
+// never lets a waiting claim expire under another run.
 type pass struct {
-	r   *Runner
-	n   int
-	due nextDueTracker
+	r    *Runner
+	n    int
+	due  nextDueTracker
+	held heldClaims // claims taken and not yet recorded: renewed by renew
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -71,6 +79,19 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
 
+	// The leases of the claims held are renewed until the pass has
+	// recorded them all.
+	renewCtx, stopRenew := context.WithCancel(hard)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		p.renew(renewCtx)
+	}()
+	defer func() {
+		stopRenew()
+		<-renewed
+	}()
+
 	items := make(chan *item, cfg.BatchSize)
 	claimed := make(chan []*item, 1)           // claimed, not marked as sending
 	sends := make(chan *item, startChunk(cfg)) // marked as sending, not yet sent
@@ -79,7 +100,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(pctx, q, items) }()
 	go func() {
-		err := p.claim(pctx, items, claimed, done)
+		err := p.claim(pctx, hard, items, claimed, done)
 		if err != nil {
 			pcancel()
 		}

@@ -47,7 +47,22 @@ type RunConfig struct {
 	Shard          Shard
 	Ambiguous      AmbiguousPolicy // default AmbiguousHold
 
-	Lease time.Duration // claim lease; default 10 minutes
+	// Lease is how long a claim is exclusive; default DefaultLease. The
+	// run renews the leases of the claims it holds every quarter lease, so
+	// a crashed run's claims are free again at most a lease after the
+	// crash. A send starts only while the lease covers SendWorstCase plus
+	// a margin (a tenth of the lease), and is cut off at the lease's end
+	// minus that margin.
+	Lease time.Duration
+	// SendWorstCase is the longest one send may take: the mailer's dial
+	// plus exchange timeouts. Validate refuses a lease shorter than twice
+	// it. Zero: the mailer has no network (the file outbox).
+	SendWorstCase time.Duration
+	// Rate is the process's send rate in messages per second (DIGEST_RATE),
+	// 0 for unlimited. It sizes what the run claims ahead (a quarter
+	// lease's worth of sends) and the "send started" chunks (half a
+	// second's worth), so that neither outgrows what the limiter sends.
+	Rate float64
 	// Deadline bounds the retry passes: rows that come due before it are
 	// retried in this run. Zero means no retry pass.
 	Deadline time.Time
@@ -73,8 +88,9 @@ type RunConfig struct {
 	// LookupDelay is the least time between an ambiguous send and the
 	// look-up that decides it. Providers list an accepted message only
 	// after they have processed it; asked too early, they answer "not
-	// found" and the digest would go out twice. Default 2 minutes. (After
-	// a crash the lease, 10 minutes by default, is the delay.)
+	// found" and the digest would go out twice. Default 2 minutes. A
+	// claim taken over from a crashed or stalled run whose send had
+	// started waits as long past the takeover.
 	LookupDelay time.Duration
 	Backoff     Backoff
 
@@ -87,6 +103,16 @@ type RunConfig struct {
 // ErrConfig is wrapped by RunConfig.Validate's errors.
 var ErrConfig = errors.New("invalid run configuration")
 
+// Lease bounds. DefaultLease is renewed while the run holds the claim, so
+// it only says how long a crashed run's claims stay locked: a retried pod
+// waits at most this long (and, for a digest whose send had started, the
+// look-up delay more) before it takes them over.
+const (
+	DefaultLease = 45 * time.Second
+	MinLease     = time.Second
+	MaxLease     = 24 * time.Hour
+)
+
 func (c *RunConfig) setDefaults() {
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
@@ -95,7 +121,7 @@ func (c *RunConfig) setDefaults() {
 		c.Ambiguous = AmbiguousHold
 	}
 	if c.Lease == 0 {
-		c.Lease = 10 * time.Minute
+		c.Lease = DefaultLease
 	}
 	if c.Grace == 0 {
 		c.Grace = 20 * time.Second
@@ -145,8 +171,15 @@ func (c *RunConfig) Validate() error {
 		// The local zone is whatever the pod happens to have: another pod
 		// would compute other week bounds and so other fingerprints.
 		return fmt.Errorf("%w: time zone Local: name the zone, e.g. Europe/Berlin or UTC", ErrConfig)
-	case c.Lease < time.Second:
-		return fmt.Errorf("%w: lease %s: at least 1s", ErrConfig, c.Lease)
+	case c.Lease < MinLease:
+		return fmt.Errorf("%w: lease %s: at least %s", ErrConfig, c.Lease, MinLease)
+	case c.Lease > MaxLease:
+		return fmt.Errorf("%w: lease %s: at most %s (it is renewed while the run holds the claim; a long lease only keeps a crashed run's claims locked)", ErrConfig, c.Lease, MaxLease)
+	case c.SendWorstCase < 0 || c.Rate < 0:
+		return fmt.Errorf("%w: send worst case %s and rate %v must not be negative", ErrConfig, c.SendWorstCase, c.Rate)
+	case c.Lease < 2*c.SendWorstCase:
+		return fmt.Errorf("%w: lease %s is too short for sends that may take %s (SMTP dial + exchange timeouts): want a lease of at least %s, or a shorter DIGEST_SMTP_TIMEOUT",
+			ErrConfig, c.Lease, c.SendWorstCase, 2*c.SendWorstCase)
 	case c.Concurrency < 1 || c.Concurrency > 256:
 		return fmt.Errorf("%w: concurrency %d: want 1 to 256", ErrConfig, c.Concurrency)
 	case c.BatchSize < 1 || c.BatchSize > 1000:

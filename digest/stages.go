@@ -10,11 +10,16 @@ import (
 // claim takes items in batches, claims them in one ledger call per batch,
 // and routes each by outcome. The claims whose send is to start go on to
 // the start stage as one batch, so that the next claim overlaps them.
-func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+// A claim call under way when ctx is cancelled (SIGTERM) runs on under
+// hard: cancelled, it could commit its claims unseen and leave them locked
+// until their lease ends; finished, its claims are given back by the start
+// stage.
+func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
 	defer close(claimed)
 	r, cfg := p.r, &p.r.Config
+	size := claimBatch(cfg)
 	for {
-		batch := gather(items, cfg.BatchSize, batchLinger)
+		batch := gather(items, size, batchLinger)
 		if batch == nil {
 			return nil
 		}
@@ -39,8 +44,8 @@ func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*
 		for i, it := range enforce {
 			reqs[i] = ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
 		}
-		t0 := time.Now()
-		res, err := r.Ledger.Claim(ctx, reqs)
+		t0, asked := time.Now(), cfg.Now()
+		res, err := r.Ledger.Claim(hard, reqs)
 		r.lat.Observe(time.Since(t0), len(reqs))
 		r.c.ledgerCalls.Add(1)
 		if err != nil {
@@ -52,11 +57,21 @@ func (p *pass) claim(ctx context.Context, items <-chan *item, claimed chan<- []*
 		var start []*item
 		for i, it := range enforce {
 			it.claim = res[i]
+			if it.claim.Outcome == OutcomeClaimed {
+				// A ledger that does not say (none here) is taken to have
+				// started the lease when it was asked: never later.
+				until := it.claim.LeaseExpires
+				if until.IsZero() {
+					until = asked.Add(cfg.Lease)
+				}
+				it.lease.set(until)
+			}
 			if p.route(it, done) {
 				start = append(start, it)
 			}
 		}
 		if len(start) > 0 {
+			p.held.add(start)
 			claimed <- start
 		}
 	}
@@ -86,8 +101,15 @@ func (p *pass) start(ctx, hard context.Context, claimed <-chan []*item, sends, d
 // while the mark still costs a fraction of a round trip per digest:
 // with the defaults (batch 100, concurrency 4) the window is about 25+25+4
 // digests and the pass makes about 0.06 ledger round trips per digest.
+// At a limited rate the chunk is what the limiter sends in half a second
+// (at least 1): the marked claims wait for the limiter, not for the
+// senders, so at 5 msg/s a crash leaves a handful marked instead of ~54.
 func startChunk(cfg *RunConfig) int {
-	return min(cfg.BatchSize, max(4*cfg.Concurrency, 25))
+	chunk := min(cfg.BatchSize, max(4*cfg.Concurrency, 25))
+	if cfg.Rate > 0 {
+		chunk = min(chunk, max(1, int(cfg.Rate/2)))
+	}
+	return chunk
 }
 
 // route counts a claim outcome and reports whether the item goes on to be
@@ -108,6 +130,15 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 		}
 		if r.Lookup == nil {
 			it.fin = p.finishFor(it, StateHeld, "may have reached the provider; no look-up configured")
+			done <- it
+			return false
+		}
+		if at := res.TakenOverAt.Add(cfg.LookupDelay); !res.TakenOverAt.IsZero() && cfg.Now().Before(at) {
+			// Taken over from a run whose send had started: that send
+			// may still land. Give the claim back until a look-up can
+			// see it.
+			it.fin = p.finishFor(it, StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
+			it.fin.MaybeSent, it.fin.NextAttempt, it.released = true, at, true
 			done <- it
 			return false
 		}
@@ -183,7 +214,7 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 		// Interrupted between claim and send: give the claims back now,
 		// so the next run need not wait for the lease.
 		for _, it := range start {
-			p.release(it)
+			p.release(it, "interrupted before the send")
 			done <- it
 		}
 		return nil
@@ -208,6 +239,7 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 		for i, it := range fresh {
 			if errs[i] != nil {
 				it.claim.Token = -1 // lost: never send
+				p.held.remove(it)
 				p.lost(it, errs[i])
 			}
 		}
@@ -220,15 +252,27 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 	return nil
 }
 
+// lost counts a claim another run took over before this one recorded it,
+// and says what this run did with it.
 func (p *pass) lost(it *item, err error) {
-	p.r.c.lost.Add(1)
-	p.r.Config.Logger.Error("claim lost to another run; not sent by this one", "key", string(it.claim.Key), "err", err)
+	c, log := &p.r.c, p.r.Config.Logger
+	c.lost.Add(1)
+	switch {
+	case it.handed && it.fin.State == StateSent:
+		c.lostAfterSend.Add(1)
+		log.Error("claim lost to another run after this one sent it; the other run looks it up", "key", string(it.claim.Key), "err", err)
+	case it.handed:
+		c.lostAfterSend.Add(1)
+		log.Error("claim lost to another run after this one's send may have reached the provider; the other run looks it up", "key", string(it.claim.Key), "err", err)
+	default:
+		log.Error("claim lost to another run; not sent by this one", "key", string(it.claim.Key), "err", err)
+	}
 }
 
 // release gives an unsent claim back: retryable, due now. A claim that was
 // maybe-sent stays so.
-func (p *pass) release(it *item) {
-	it.fin = p.finishFor(it, StateRetryable, "interrupted before the send")
+func (p *pass) release(it *item, reason string) {
+	it.fin = p.finishFor(it, StateRetryable, reason)
 	it.released = true
 	it.fin.NextAttempt = p.r.Config.Now()
 	it.fin.MaybeSent = it.claim.MaybeSent
@@ -281,11 +325,32 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		}
 	}
 	if ctx.Err() != nil {
-		p.release(it)
+		p.release(it, "interrupted before the send")
 		return
 	}
-	ref, err := r.Mailer.Send(hard, it.msg)
+	if it.lease.lost.Load() {
+		p.lost(it, ErrStaleClaim) // found by a renewal; no Finish: it would be refused
+		return
+	}
+	// The send must end before anyone else may take the claim over: it
+	// starts only while the lease covers its worst case, and its deadline
+	// (the mailer's connection deadline) is the lease's end less a margin.
+	left := it.lease.left(cfg.Now(), cfg.Lease)
+	if left <= 0 || left < cfg.SendWorstCase {
+		p.release(it, "not sent: the lease would end before the send could")
+		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "left", left, "send_worst_case", cfg.SendWorstCase)
+		return
+	}
+	sctx, cancel := context.WithTimeout(hard, left)
+	ref, err := r.Mailer.Send(sctx, it.msg)
+	cancel()
+	if errors.Is(err, ErrNoTime) {
+		p.release(it, "not sent: the lease would end before the send could")
+		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
+		return
+	}
 	if err == nil {
+		it.handed = true
 		it.fin = p.finishFor(it, StateSent, "")
 		it.fin.ProviderRef = ref
 		return
@@ -298,6 +363,7 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		it.fin = p.finishFor(it, StateFailed, err.Error())
 		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", redactAddress(err.Error(), it.msg.To.Email))
 	default:
+		it.handed = true
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
 			it.fin = p.finishFor(it, StateHeld, "ambiguous send: "+err.Error())
 		} else {
@@ -336,10 +402,12 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 			}
 		}
 		if len(fs) == 0 {
+			p.forget(batch)
 			continue
 		}
 		errs, err := r.Ledger.Finish(hard, fs)
 		r.c.ledgerCalls.Add(1)
+		p.forget(batch) // recorded, or left to the ledger as it is
 		if err != nil {
 			// The sends happened; their claims stay marked as sending, so
 			// the next run looks each one up before sending again.
@@ -358,6 +426,13 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 		}
 	}
 	return first
+}
+
+// forget stops renewing the leases of items whose claims have ended.
+func (p *pass) forget(its []*item) {
+	for _, it := range its {
+		p.held.remove(it)
+	}
 }
 
 func (p *pass) count(it *item) {

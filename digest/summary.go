@@ -49,6 +49,11 @@ type Summary struct {
 	Invalid     int // records that could not be built, in strict mode: the run fails
 	Pending     int // retryable, not due or busy at the end of the run
 	LostClaims  int // claims taken over by another run before this one finished them
+	// LostAfterSend counts the LostClaims this run had sent, or may have
+	// sent (an ambiguous send), before the takeover: the other run looks
+	// each one up. The rest of LostClaims were not sent by this run.
+	LostAfterSend int
+	Renewals      int // lease renewals (one ledger call each)
 
 	LookupsFound    int // look-ups that found the message (then reconciled)
 	LookupsNotFound int // look-ups that did not (then sent)
@@ -79,7 +84,8 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("sent", s.Sent), slog.Int("duplicates", s.Duplicates), slog.Int("reconciled", s.Reconciled),
 		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable),
 		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("suppressed", s.Suppressed), slog.Int("invalid", s.Invalid),
-		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("digests", s.Digests),
+		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("lost_after_send", s.LostAfterSend),
+		slog.Int("renewals", s.Renewals), slog.Int("digests", s.Digests),
 		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
 		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes),
 	}
@@ -107,7 +113,7 @@ func (s Summary) LogValue() slog.Value {
 type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
-	lookupFound, lookupNotFound, lookupErr                             atomic.Int64
+	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
 	suppressed                                                         atomic.Int64
 	would                                                              [len(outcomeNames)]atomic.Int64
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
@@ -120,7 +126,8 @@ func (c *counters) snapshot() Summary {
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
-		Suppressed:   int(c.suppressed.Load()),
+		Suppressed:    int(c.suppressed.Load()),
+		LostAfterSend: int(c.lostAfterSend.Load()), Renewals: int(c.renewals.Load()),
 		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}
 	for i := range c.repeats {

@@ -50,7 +50,7 @@ func TestKilledRunThenRerunSendsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(400, week40)
-	slow := []string{"DIGEST_RATE=200", "DIGEST_BURST=1", "DIGEST_LEASE=2s"}
+	slow := []string{"DIGEST_RATE=200", "DIGEST_BURST=1", "DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -67,7 +67,7 @@ func TestKilledRunThenRerunSendsExactlyOnce(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	rerun := e.RunEnv([]string{"DIGEST_LEASE=2s"}, "run", "--week", "2026-W40", "--deadline", "2m")
+	rerun := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", "2026-W40", "--deadline", "2m", "--lookup-delay", "1s")
 	if rerun.Code != 0 {
 		t.Fatalf("rerun exit %d\n%s", rerun.Code, rerun.Stderr)
 	}

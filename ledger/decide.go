@@ -20,6 +20,9 @@ type current struct {
 	providerRef  string
 	maybeSent    bool
 	sendStarted  bool
+	// takenOver: this claim took over an expired claim and the receipt is
+	// maybe sent (see digest.ClaimResult.TakenOverAt).
+	takenOver bool
 }
 
 // claimable reports whether a request with the stored fingerprint may take
@@ -61,15 +64,20 @@ func report(c *current, fingerprint string, now time.Time) digest.ClaimResult {
 	return res
 }
 
-// claimed is the result for a row this call has just claimed.
-func claimed(c *current) digest.ClaimResult {
-	return digest.ClaimResult{
-		Outcome:   digest.OutcomeClaimed,
-		Key:       c.key,
-		Token:     c.token,
-		Attempt:   c.attempts,
-		MaybeSent: c.maybeSent,
+// claimed is the result for a row this call has just claimed at now.
+func claimed(c *current, now time.Time) digest.ClaimResult {
+	res := digest.ClaimResult{
+		Outcome:      digest.OutcomeClaimed,
+		Key:          c.key,
+		Token:        c.token,
+		Attempt:      c.attempts,
+		MaybeSent:    c.maybeSent,
+		LeaseExpires: c.leaseExpires,
 	}
+	if c.takenOver {
+		res.TakenOverAt = now
+	}
+	return res
 }
 
 // would is what a claim would decide now, for observe mode.

@@ -94,11 +94,14 @@ event AS (
     FROM claim c
 )
 SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
-    c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent
+    c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,
+    -- Taken over from an expired claim, maybe sent: its send may still be
+    -- landing (see digest.ClaimResult.TakenOverAt).
+    c.state = 'claimed' AND c.previous_state = 'claimed' AND c.maybe_sent
 FROM target t JOIN claim c ON c.key = t.key
 UNION ALL
 SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
-    x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent
+    x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent, false
 FROM target t
 -- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
 -- while receipts was small would hash it, reading every row each time.
@@ -127,7 +130,7 @@ func mustReplace(s, old, new string) string {
 // readSQL reads the governing receipt among candidate keys $1.
 const readSQL = `
 SELECT 0, false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
-    r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent
+    r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent, false
 FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
 CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = c.k OFFSET 0) r
 ORDER BY c.n LIMIT 1`
@@ -141,7 +144,7 @@ func scanCurrent(row pgx.Row) (c *current, idx int, changed bool, err error) {
 	)
 	c = &current{}
 	err = row.Scan(&idx, &changed, &key, &state, &c.fingerprint, &c.attempts, &c.token,
-		&lease, &next, &sentAt, &ref, &c.maybeSent)
+		&lease, &next, &sentAt, &ref, &c.maybeSent, &c.takenOver)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -195,7 +198,7 @@ func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]dig
 				i := round[idx-1]
 				decided[i] = true
 				if changed && c.state == digest.StateClaimed {
-					res[i] = claimed(c)
+					res[i] = claimed(c, now)
 				} else {
 					res[i] = report(c, reqs[i].Fingerprint, now)
 				}

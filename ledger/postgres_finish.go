@@ -36,13 +36,44 @@ WITH f AS MATERIALIZED (
 SELECT idx FROM s`
 
 // startOneSQL is startSQL for one fence, with scalar arguments.
-var startOneSQL = mustReplace(mustReplace(startSQL,
-	`WITH f AS MATERIALIZED (
+var startOneSQL = fenceOne(startSQL)
+
+// renewSQL extends the leases of claims still held: $1 keys, $2 tokens,
+// $3 the new expiry, $4 now. The same fence as startSQL, so a claim another
+// run took over is not renewed; an expired lease nobody took over is.
+//
+// It locks with SKIP LOCKED and so never waits: the run's own StartSending
+// and Finish update overlapping rows at the same time, in no set order,
+// and a renewal that waited for them could deadlock with them. A row it
+// skips is returned as not renewed; a fenced row not returned lost its
+// claim. No history row: a renewal is not a transition, and a slow week
+// renews each claim many times. lease_expires_at is in no index, so this
+// is a HOT update like the mark.
+const renewSQL = `
+WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
-)`,
-	`WITH f AS (
+), l AS MATERIALIZED (
+    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+        AND r.key IN (SELECT key FROM l)
+    RETURNING f.idx
+)
+SELECT idx, true FROM u
+UNION ALL
+SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l)`
+
+// fenceOne turns a statement over the fences $1 keys, $2 tokens (startSQL,
+// renewSQL) into its form for one fence, with scalar arguments.
+func fenceOne(sql string) string {
+	return mustReplace(mustReplace(sql, `WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+)`, `WITH f AS (
     SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
 )`), `r.key = ANY($1::text[]) AND `, ``)
+}
 
 // finishSQL ends claims, one row per Finish: $1 keys, $2 tokens, $3 new
 // states, $4 provider refs, $5 next attempts, $6 maybe sent (retryable),
@@ -91,17 +122,67 @@ var finishOneSQL = mustReplace(mustReplace(finishSQL,
 func (s *Postgres) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
 	now := s.nowUTC()
 	return s.fenced(ctx, "start sending", len(fences),
-		func(i int) digest.Key { return fences[i].Key },
-		func(round []int) (string, []any) {
-			keys, tokens := make([]string, len(round)), make([]int64, len(round))
-			for j, i := range round {
-				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+		func(i int) digest.Key { return fences[i].Key }, fenceStatement(fences, startSQL, startOneSQL, now))
+}
+
+// fenceStatement is the statement callback of fenced for a statement over
+// fences ($1 keys, $2 tokens) followed by more arguments.
+func fenceStatement(fences []digest.Fence, many, one string, more ...any) func(round []int) (string, []any) {
+	return func(round []int) (string, []any) {
+		keys, tokens := make([]string, len(round)), make([]int64, len(round))
+		for j, i := range round {
+			keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+		}
+		if len(round) == 1 {
+			return one, append([]any{keys[0], tokens[0]}, more...)
+		}
+		return many, append([]any{keys, tokens}, more...)
+	}
+}
+
+// Renew extends each fence's lease to lease from now, in one round trip.
+func (s *Postgres) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+	if lease <= 0 {
+		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ErrInvalid)
+	}
+	now := s.nowUTC()
+	expires := now.Add(lease)
+	keys, tokens := make([]string, len(fences)), make([]int64, len(fences))
+	for i, f := range fences {
+		keys[i], tokens[i] = string(f.Key), f.Token
+	}
+	errs := make([]error, len(fences))
+	build := func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(renewSQL, keys, tokens, expires, now)
+		return b
+	}
+	read := func(br pgx.BatchResults) error {
+		for i := range errs {
+			errs[i] = digest.ErrStaleClaim
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("renew: %w", err)
+		}
+		var idx int
+		var renewed bool
+		_, err = pgx.ForEachRow(rows, []any{&idx, &renewed}, func() error {
+			errs[idx-1] = nil
+			if !renewed {
+				errs[idx-1] = digest.ErrNotRenewed
 			}
-			if len(round) == 1 {
-				return startOneSQL, []any{keys[0], tokens[0], now}
-			}
-			return startSQL, []any{keys, tokens, now}
+			return nil
 		})
+		if err != nil {
+			return fmt.Errorf("renew: %w", err)
+		}
+		return nil
+	}
+	if err := s.sendBatch(ctx, build, read); err != nil {
+		return time.Time{}, nil, err
+	}
+	return expires, errs, nil
 }
 
 // Finish records each outcome, in one round trip.

@@ -55,8 +55,8 @@ VALUES (?, ?, 'claimed', ?, 1, ?, ?, ?, ?, ?, ?, ?)`, string(key), key.KeyID(), 
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		c = &current{key: key, state: digest.StateClaimed, attempts: 1, token: token}
-		return claimed(c), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, "claimed")
+		c = &current{key: key, state: digest.StateClaimed, attempts: 1, token: token, leaseExpires: now.Add(r.Lease)}
+		return claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, "claimed")
 
 	case c.fingerprint != r.Fingerprint && c.state != digest.StateQuarantined:
 		_, err := tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'quarantined',
@@ -80,6 +80,8 @@ WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.key))
 			detail = "lease expired; taken over"
 		}
 		c.maybeSent = c.maybeSent || from == digest.StateClaimed && c.sendStarted
+		c.takenOver = from == digest.StateClaimed && c.maybeSent
+		c.leaseExpires = now.Add(r.Lease)
 		if c.maybeSent {
 			detail += "; an earlier send may have reached the provider"
 		}
@@ -91,7 +93,7 @@ WHERE key = ?`, c.attempts, token, now.Add(r.Lease).UnixMicro(), c.maybeSent, no
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		return claimed(c), sqliteEvent(ctx, tx, c.key, now, from, digest.StateClaimed, r.RunID, detail)
+		return claimed(c, now), sqliteEvent(ctx, tx, c.key, now, from, digest.StateClaimed, r.RunID, detail)
 	}
 	return report(c, r.Fingerprint, now), nil
 }
@@ -169,6 +171,34 @@ WHERE key = ? AND claim_token = ? AND state = 'claimed' RETURNING run_id`, now.U
 		return nil, err
 	}
 	return errs, nil
+}
+
+// Renew extends each fence's lease to lease from now, in one transaction.
+// Like the PostgreSQL statement, it writes no history row.
+func (s *SQLite) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+	if lease <= 0 {
+		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ErrInvalid)
+	}
+	now := s.nowUTC()
+	expires := now.Add(lease)
+	errs := make([]error, len(fences))
+	err := s.write(ctx, func(tx sqliteTx) error {
+		for i, f := range fences {
+			res, err := tx.ExecContext(ctx, `UPDATE receipts SET lease_expires_at = ?, updated_at = ?
+WHERE key = ? AND claim_token = ? AND state = 'claimed'`, expires.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
+			if err != nil {
+				return fmt.Errorf("renew %s: %w", f.Key, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				errs[i] = digest.ErrStaleClaim
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	return expires, errs, nil
 }
 
 // Finish records each outcome, in one transaction.

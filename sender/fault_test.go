@@ -1,6 +1,7 @@
 package sender_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -159,5 +160,32 @@ func TestSendCancelledContextIsTemporary(t *testing.T) {
 	cancel()
 	if _, err := m.Send(ctx, testMessage(testKey("k1", '1'))); digest.ClassOf(err) != digest.ClassTemporary {
 		t.Fatalf("Send = %v; want temporary", err)
+	}
+}
+
+// A send whose deadline (the claim's lease) would come before its
+// timeouts could end it does not start: the error says so, and the server
+// sees no message.
+func TestSendRefusesWhenTheDeadlineIsShorterThanTheWorstCase(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, fault{})
+	m := newMailer(t, srv.addr, nil) // timeout 2s: a send may take 4s
+	if m.WorstCase() != 4*time.Second {
+		t.Fatalf("worst case %s, want 4s", m.WorstCase())
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
+	defer cancel()
+	_, err := m.Send(ctx, testMessage(testKey("k1", 'b')))
+	if !errors.Is(err, digest.ErrNoTime) || digest.ClassOf(err) != digest.ClassTemporary {
+		t.Fatalf("Send = %v; want a temporary ErrNoTime", err)
+	}
+	if n := len(srv.messages()); n != 0 {
+		t.Fatalf("the server stored %d messages", n)
+	}
+	// With time enough, the same mailer sends.
+	ctx2, cancel2 := context.WithTimeout(ctxT(t), 10*time.Second)
+	defer cancel2()
+	if _, err := m.Send(ctx2, testMessage(testKey("k1", 'b'))); err != nil {
+		t.Fatalf("Send with time enough: %v", err)
 	}
 }

@@ -20,8 +20,12 @@ import (
 // Defaults for MailerConfig.
 const (
 	DefaultConcurrency = 4
-	DefaultTimeout     = 30 * time.Second
-	maxRefLen          = 200
+	// DefaultTimeout bounds dialling and, separately, one message's
+	// exchange. A send may so take twice it (WorstCase), and a claim's
+	// lease must cover that: short enough for a lease of tens of seconds,
+	// long enough for a provider across the internet.
+	DefaultTimeout = 8 * time.Second
+	maxRefLen      = 200
 )
 
 // ErrClosed is returned by Send after Close.
@@ -46,7 +50,9 @@ type MailerConfig struct {
 	// messages in flight at once. Default DefaultConcurrency.
 	Concurrency int
 	// Timeout bounds connecting (TCP, TLS, EHLO, AUTH) and, separately, the
-	// whole SMTP exchange of each message. Default DefaultTimeout.
+	// whole SMTP exchange of each message. Default DefaultTimeout. A send
+	// whose context has a deadline (the claim's lease) is also cut off at
+	// that deadline, connection included.
 	Timeout time.Duration
 	// TLSConfig is used for STARTTLS and implicit TLS. Default: verify the
 	// server's certificate for SMTP.Host, TLS 1.2 or later.
@@ -72,6 +78,7 @@ type SMTPMailer struct {
 	log     *slog.Logger
 	now     func() time.Time
 	addr    string
+	timeout time.Duration
 
 	slots     chan *conn
 	done      chan struct{}
@@ -84,7 +91,7 @@ var _ digest.Mailer = (*SMTPMailer)(nil)
 // error, when the next Send dials again.
 type conn struct {
 	smtp *gosmtp.Client
-	raw  net.Conn
+	raw  *leaseConn
 }
 
 // NewSMTPMailer validates cfg and returns a mailer. It does not connect:
@@ -134,6 +141,7 @@ func NewSMTPMailer(cfg MailerConfig) (*SMTPMailer, error) {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		addr:    cfg.SMTP.Addr(),
+		timeout: cfg.Timeout,
 		slots:   make(chan *conn, cfg.Concurrency),
 		done:    make(chan struct{}),
 	}
@@ -141,6 +149,27 @@ func NewSMTPMailer(cfg MailerConfig) (*SMTPMailer, error) {
 		m.slots <- &conn{}
 	}
 	return m, nil
+}
+
+// WorstCase is the longest one Send can take once it has its token: a
+// dial and a message exchange, each bounded by the timeout. A claim's
+// lease must leave at least this much when the send starts.
+func (m *SMTPMailer) WorstCase() time.Duration { return 2 * m.timeout }
+
+// WorstCase is SMTPMailer.WorstCase for a configured timeout (0: the
+// default), for checking a lease before any mailer exists.
+func WorstCase(timeout time.Duration) time.Duration {
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	return 2 * timeout
+}
+
+// dialState carries, through go-mail's dial, where to record the raw
+// connection and the deadline of the send that dials.
+type dialState struct {
+	raw      **leaseConn
+	deadline time.Time
 }
 
 type rawConnKey struct{}
@@ -165,13 +194,24 @@ func clientOptions(cfg MailerConfig, tlsConfig *tls.Config) []gomail.Option {
 		gomail.WithTLSPolicy(policy),
 		gomail.WithTLSConfig(tlsConfig),
 		// The dialler records the net.Conn so that a cancelled context can
-		// interrupt a send in progress, and a broken connection be closed.
+		// interrupt a send in progress, and a broken connection be closed,
+		// and wraps it so that no deadline go-mail sets passes the send's
+		// (see leaseConn); from the first byte, since EHLO, STARTTLS and
+		// AUTH follow the dial inside go-mail.
 		gomail.WithDialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dial(ctx, network, addr)
-			if p, ok := ctx.Value(rawConnKey{}).(*net.Conn); ok && err == nil {
-				*p = c
+			if err != nil {
+				return nil, err
 			}
-			return c, err
+			lc := &leaseConn{Conn: c}
+			if st, ok := ctx.Value(rawConnKey{}).(dialState); ok {
+				*st.raw = lc
+				if err := lc.limit(st.deadline); err != nil {
+					_ = c.Close()
+					return nil, err
+				}
+			}
+			return lc, nil
 		}),
 	}
 	if cfg.HELO != "" {
@@ -215,8 +255,19 @@ func (m *SMTPMailer) Send(ctx context.Context, dm *digest.Message) (string, erro
 	}
 	// Wait for the token holding the connection, so that the token's time
 	// is the send's time and the rate holds at the server.
+	deadline, bounded := ctx.Deadline()
 	if err := m.limiter.Wait(ctx); err != nil {
+		if bounded && !errors.Is(ctx.Err(), context.Canceled) {
+			// The token comes after the deadline (Wait says so without
+			// waiting), or the deadline passed while waiting.
+			return "", temporary(fmt.Errorf("%w: rate limit: %w", digest.ErrNoTime, err))
+		}
 		return "", temporary(fmt.Errorf("rate limit: %w", err))
+	}
+	// Start only a send that can end before the deadline by its timeouts
+	// alone; the deadline then only cuts a send that stalls.
+	if left := time.Until(deadline); bounded && left < m.WorstCase() {
+		return "", temporary(fmt.Errorf("%w (%s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
 	}
 	return m.sendOn(ctx, c, msg)
 }
@@ -233,9 +284,15 @@ func (m *SMTPMailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (stri
 			}
 		}
 		raw := c.raw
+		deadline, _ := ctx.Deadline()
+		if err := raw.limit(deadline); err != nil {
+			m.drop(c)
+			return "", temporary(fmt.Errorf("set deadline: %w", err))
+		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
 		err := m.client.SendWithSMTPClient(c.smtp, msg)
 		stop()
+		_ = raw.limit(time.Time{})
 		if err == nil {
 			return reference(msg), nil
 		}
@@ -258,8 +315,9 @@ func (m *SMTPMailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (stri
 }
 
 func (m *SMTPMailer) dial(ctx context.Context, c *conn) error {
-	var raw net.Conn
-	client, err := m.client.DialToSMTPClientWithContext(context.WithValue(ctx, rawConnKey{}, &raw))
+	var raw *leaseConn
+	deadline, _ := ctx.Deadline()
+	client, err := m.client.DialToSMTPClientWithContext(context.WithValue(ctx, rawConnKey{}, dialState{raw: &raw, deadline: deadline}))
 	if err != nil {
 		if raw != nil {
 			_ = raw.Close()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -68,7 +69,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	ambiguous := fs.String("ambiguous", "hold", "with no look-up, a maybe-sent digest is: hold (operator review) or resend")
 	deadline := fs.Duration("deadline", 30*time.Minute, "retry temporary failures that come due within this long from the start; 0: no retry pass")
 	grace := fs.Duration("grace", 20*time.Second, "on SIGTERM, how long sends under way may take to finish and be recorded")
-	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, wait this long before asking the provider (providers list accepted messages with a lag)")
+	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, or after taking over a crashed run's claim whose send had started, wait this long before asking the provider (providers list accepted messages with a lag)")
 	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
@@ -174,18 +175,32 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
+	rate, err := st.positiveFloat("DIGEST_RATE")
+	if err != nil {
+		return cfg, err
+	}
+	var worst time.Duration // the file outbox has no network to wait for
+	if st.str("DIGEST_SMTP_URL") != "" {
+		timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+		if err != nil {
+			return cfg, err
+		}
+		worst = sender.WorstCase(timeout)
+	}
 	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
 	if err != nil {
 		return cfg, err
 	}
 	cfg = digest.RunConfig{
-		Spec:        digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
-		Mode:        digest.Mode(mode),
-		Shard:       sh,
-		Ambiguous:   digest.AmbiguousPolicy(ambiguous),
-		Lease:       lease,
-		Concurrency: conc,
-		RunID:       newRunID(),
+		Spec:          digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		Mode:          digest.Mode(mode),
+		Shard:         sh,
+		Ambiguous:     digest.AmbiguousPolicy(ambiguous),
+		Lease:         lease,
+		SendWorstCase: worst,
+		Rate:          rate,
+		Concurrency:   conc,
+		RunID:         newRunID(),
 	}
 	if cohort >= 0 {
 		if mode != string(digest.ModeEnforce) {

@@ -116,9 +116,13 @@ func openMailer(st *settings, concurrency int, log *slog.Logger) (digest.Mailer,
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
+	timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+	if err != nil {
+		return nil, nil, err
+	}
 	m, err := sender.NewSMTPMailer(sender.MailerConfig{
 		SMTP: smtp, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
-		Concurrency: concurrency, Limiter: limiter, Logger: log,
+		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log,
 	})
 	if err != nil {
 		return nil, nil, usagef("%v", err)

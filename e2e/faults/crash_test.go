@@ -89,23 +89,25 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 	p := planCrashes(t)
 	e := e2etest.NewEnv(t)
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 
-	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20")
+	// Mailpit lists a message at once: a run that takes over a claim whose
+	// send had started need wait only a second before looking it up.
+	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20", "--lookup-delay", "1s")
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
 	before := e.MailpitCount()
 
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s"}, "run", "--week", week40s, "--deadline", "2m")
+	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if final.Code != 0 {
 		t.Fatalf("final run: exit %d\n%s", final.Code, final.Stderr)
 	}
 	d := e.Delivered(want)
 	r := e.Receipts()
-	t.Logf("NUMBERS crash: seed=%d kills=%d customers=%d wanted=%d messages=%d (during kills %d) duplicates=%d lost=%d receipts=%v final: sent=%d reconciled=%d duplicates=%d",
+	t.Logf("NUMBERS crash: seed=%d kills=%d customers=%d wanted=%d messages=%d (during kills %d) duplicates=%d lost=%d receipts=%v final: sent=%d reconciled=%d duplicates=%d retryable=%d passes=%d",
 		p.seed, killed, p.customers, len(want), d.Received, before, d.Duplicates, d.Missing, r,
-		final.Count(t, "sent"), final.Count(t, "reconciled"), final.Count(t, "duplicates"))
+		final.Count(t, "sent"), final.Count(t, "reconciled"), final.Count(t, "duplicates"), final.Count(t, "retryable"), final.Count(t, "passes"))
 	if d.Duplicates+d.Missing+d.Unexpected > 0 {
 		t.Fatalf("exactly-once broken after %d kills (seed %d): %+v", killed, p.seed, d)
 	}
@@ -128,14 +130,14 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	e.Unset("DIGEST_LOOKUP_URL")
 	want := e.Seed(p.customers, week40)
-	slow := []string{"DIGEST_LEASE=1s", "DIGEST_RATE=30", "DIGEST_BURST=4"}
+	slow := []string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms", "DIGEST_RATE=30", "DIGEST_BURST=4"}
 	args := []string{"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "30s", "--batch-size", "20"}
 
 	killed := killRuns(t, e, p, slow, args...)
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s"}, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
+	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
 	if final.Code != 0 && final.Code != 4 {
 		t.Fatalf("final run: exit %d, want 0 or 4 (review)\n%s", final.Code, final.Stderr)
 	}
@@ -179,5 +181,52 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 		p.seed, killed, len(want), d.Received, d.Duplicates, r["held"], heldListed, lost, r)
 	if heldListed < r["held"] {
 		t.Fatalf("review list shows %d held lines, the ledger holds %d:\n%s", heldListed, r["held"], list)
+	}
+}
+
+// holdsAfterKill starts a run at rate msg/s without a look-up, SIGKILLs it
+// once at least `after` messages arrived, and returns how many claims it
+// left marked as sending: what the next run holds for review.
+func holdsAfterKill(t *testing.T, rate, customers, after int) int {
+	t.Helper()
+	e := e2etest.NewEnv(t)
+	e.Unset("DIGEST_LOOKUP_URL")
+	e.Seed(customers, week40)
+	b := startRun(t, e, []string{"DIGEST_RATE=" + strconv.Itoa(rate), "DIGEST_BURST=1"},
+		"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "0")
+	e2etest.WaitFor(t, time.Minute, "the run to send", func() bool { return e.MailpitCount() >= after || b.exited() })
+	if b.exited() {
+		t.Fatalf("the run ended before the kill\n%s", b.wait().Stderr)
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGKILL)
+	b.wait()
+	var n int
+	if err := e.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM receipts WHERE state = 'claimed' AND send_started`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The window of claims marked as sending and not yet recorded follows the
+// rate: a crash at 5 msg/s leaves a handful for review (2 marks of 2, the
+// 4 senders, the finish in flight), not the ~54 of 25-claim chunks.
+func TestCrashHoldsFollowTheRate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ rate, customers, after, most int }{
+		{rate: 5, customers: 40, after: 3, most: 10},
+		{rate: 50, customers: 160, after: 20},
+		{rate: 500, customers: 1000, after: 150},
+	} {
+		t.Run(strconv.Itoa(c.rate), func(t *testing.T) {
+			t.Parallel()
+			holds := []int{holdsAfterKill(t, c.rate, c.customers, c.after), holdsAfterKill(t, c.rate, c.customers, c.after)}
+			t.Logf("NUMBERS crash-window: rate=%d msg/s holds per crash=%v", c.rate, holds)
+			for _, h := range holds {
+				if c.most > 0 && h > c.most {
+					t.Errorf("a crash at %d msg/s left %d claims marked as sending, want at most %d", c.rate, h, c.most)
+				}
+			}
+		})
 	}
 }

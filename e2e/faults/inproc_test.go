@@ -34,6 +34,7 @@ func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr 
 	}
 	m, err := sender.NewSMTPMailer(sender.MailerConfig{
 		SMTP: smtp, From: digest.Address{Name: "Digest", Email: "digest@bank.example"}, Concurrency: 4, Now: now,
+		Timeout: 500 * time.Millisecond, // a send may take 1s: the tests' 2s leases cover it
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func (p *inProcess) runner(t *testing.T, cfg digest.RunConfig, lookup digest.Loo
 	cfg.Spec = digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
 	cfg.RunID = "faults-" + t.Name()
 	cfg.Now = p.now
+	cfg.SendWorstCase = p.mailer.WorstCase()
 	return &digest.Runner{
 		Ledger: p.store, Source: snapshot.NewPostgres(p.store.Pool(), 0), Keyring: kr, Renderer: rend,
 		Mailer: p.mailer, Lookup: lookup, Config: cfg,

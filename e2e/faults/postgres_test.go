@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,6 +32,7 @@ func withURL(t *testing.T, e *e2etest.Env, host, app string) string {
 
 // bgRun is a "digest run" in the background.
 type bgRun struct {
+	cmd  *exec.Cmd
 	done chan struct{}
 	res  e2etest.Result
 }
@@ -46,7 +48,7 @@ func startRun(t *testing.T, e *e2etest.Env, extra []string, args ...string) *bgR
 		cancel()
 		t.Fatal(err)
 	}
-	b := &bgRun{done: make(chan struct{})}
+	b := &bgRun{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		defer cancel()
@@ -80,8 +82,8 @@ func (b *bgRun) wait() e2etest.Result {
 // cleanly. It returns the exit codes of the runs.
 func faultRuns(t *testing.T, e *e2etest.Env, at []int, inject func()) []int {
 	t.Helper()
-	extra := []string{"DIGEST_LEASE=2s", "DIGEST_RATE=150", "DIGEST_BURST=2"}
-	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20"}
+	extra := []string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms", "DIGEST_RATE=150", "DIGEST_BURST=2"}
+	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20", "--lookup-delay", "1s"}
 	var codes []int
 	b := startRun(t, e, extra, args...)
 	for _, n := range at {
@@ -141,7 +143,7 @@ func TestPostgresBackendsTerminatedMidRun(t *testing.T) {
 		terminated += n
 	})
 
-	next := e.RunEnv([]string{"DIGEST_LEASE=2s"}, "run", "--week", week40s, "--deadline", "2m")
+	next := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}
@@ -177,7 +179,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		px.SetDown(false)
 	})
 
-	next := e.RunEnv([]string{"DIGEST_LEASE=2s"}, "run", "--week", week40s, "--deadline", "2m")
+	next := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // proxy is a TCP proxy on a free loopback port in front of target. It can
@@ -24,9 +25,15 @@ type proxy struct {
 	// whether to drop the connection after its data. Set by startProxy,
 	// before the first connection.
 	cutData func(n int) bool
+	// holdData, when set, says how long to hold each message's final dot
+	// before the server sees it: a server slow to end DATA, which stores
+	// the message late, whatever the client did meanwhile. Set by
+	// startHoldingProxy.
+	holdData func(n int) time.Duration
 
 	down     atomic.Bool
 	messages atomic.Int64 // message data terminators seen
+	held     atomic.Int64 // message ends held (holdData)
 	dataCuts atomic.Int64 // connections dropped after the data
 	cuts     atomic.Int64 // connections cut by Cut
 	refused  atomic.Int64 // connections refused while down
@@ -38,11 +45,23 @@ type proxy struct {
 // startProxy starts a proxy to target; cutData may be nil (see proxy).
 func startProxy(t testing.TB, target string, cutData func(n int) bool) *proxy {
 	t.Helper()
+	return launchProxy(t, &proxy{target: target, cutData: cutData})
+}
+
+// startHoldingProxy starts a proxy to target that holds the end of each
+// message's data for hold(n) (see proxy.holdData).
+func startHoldingProxy(t testing.TB, target string, hold func(n int) time.Duration) *proxy {
+	t.Helper()
+	return launchProxy(t, &proxy{target: target, holdData: hold})
+}
+
+func launchProxy(t testing.TB, p *proxy) *proxy {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, l: l, target: target, cutData: cutData, conns: map[net.Conn]struct{}{}}
+	p.t, p.l, p.conns = t, l, map[net.Conn]struct{}{}
 	go p.serve()
 	t.Cleanup(func() {
 		l.Close()
@@ -151,7 +170,7 @@ func (p *proxy) pipe(client, server net.Conn) {
 // upstream copies client to server. With cutData set it follows the SMTP
 // dialogue: after a DATA command, the message runs to CRLF.CRLF.
 func (p *proxy) upstream(client, server net.Conn, cutNext *atomic.Bool) {
-	if p.cutData == nil {
+	if p.cutData == nil && p.holdData == nil {
 		_, _ = io.Copy(server, client)
 		server.Close()
 		return
@@ -163,6 +182,7 @@ func (p *proxy) upstream(client, server net.Conn, cutNext *atomic.Bool) {
 	for {
 		n, err := client.Read(buf)
 		chunk := buf[:n]
+		var hold time.Duration
 		for i := 0; i < len(chunk); {
 			if !inData {
 				j := bytes.IndexByte(chunk[i:], '\n')
@@ -185,8 +205,12 @@ func (p *proxy) upstream(client, server net.Conn, cutNext *atomic.Bool) {
 				consumed := k + 5 - len(tail)
 				i += consumed
 				inData, tail = false, nil
-				if p.cutData(int(p.messages.Add(1))) {
+				m := int(p.messages.Add(1))
+				if p.cutData != nil && p.cutData(m) {
 					cutNext.Store(true)
+				}
+				if p.holdData != nil {
+					hold = max(hold, p.holdData(m))
 				}
 				continue
 			}
@@ -196,6 +220,10 @@ func (p *proxy) upstream(client, server net.Conn, cutNext *atomic.Bool) {
 				tail = append([]byte(nil), window...)
 			}
 			break
+		}
+		if hold > 0 {
+			p.held.Add(1)
+			time.Sleep(hold) // the slow server itself, not a wait for a goroutine
 		}
 		if n > 0 {
 			if _, werr := server.Write(chunk); werr != nil {

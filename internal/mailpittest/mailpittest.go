@@ -119,6 +119,10 @@ func start(t testing.TB, bin string) (*Server, error) {
 		"--smtp-auth-accept-any",
 		"--smtp-auth-allow-insecure",
 		"--disable-version-check",
+		// Keep every message: by default Mailpit prunes all but the newest
+		// 500 every minute, and a test counting its messages after that
+		// would see sent digests as missing.
+		"--max", "0",
 		"--quiet",
 	)
 	cmd.Stdout = &logs

@@ -122,7 +122,10 @@ func (e envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	if m.Text == "" && m.HTML == "" {
 		return nil, permanent(errors.New("message has neither text nor HTML"))
 	}
-	msg := gomail.NewMsg()
+	// go-mail would name itself and its version in User-Agent and
+	// X-Mailer: it tells a reader which library to aim at, and nobody else
+	// anything.
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	from := e.from
 	msg.FromMailAddress(&from)
 	msg.ToMailAddress(&mail.Address{Name: headerText(m.To.Name), Address: m.To.Email})

@@ -262,7 +262,8 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			}
 			break
 		}
-		wait := next.Sub(cfg.Now())
+		// A retry that came due during the pass is due now, not "in -5m".
+		wait := max(next.Sub(cfg.Now()), 0)
 		log.Info("retry pass scheduled", "pending", pending, "in", wait.Round(time.Millisecond), "pass", passes+1)
 		if wait > 0 {
 			if err := cfg.Sleep(ctx, wait); err != nil {

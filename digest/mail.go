@@ -22,6 +22,10 @@ type Message struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Test marks a test send ("digest send-test"): the mailers prefix the
+	// subject with "[TEST] " and add the header X-Digest-Test: 1. Its Key
+	// is a TestKey, outside every receipt.
+	Test bool
 }
 
 // Mailer hands messages to a provider. Send returns the provider's reference

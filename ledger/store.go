@@ -37,6 +37,9 @@ type Store interface {
 	// Prune removes what p selects and returns how many receipts went (or,
 	// with p.DryRun, would go).
 	Prune(ctx context.Context, p PruneRequest) (int64, error)
+	// Pinned returns what the first run of pin fixed, and false when the
+	// week is not pinned yet; it never pins (previews and test sends).
+	Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error)
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 

@@ -28,7 +28,7 @@ error (exit 2).
 Examples:
   digest preview --customer cust_0000042 --week 2026-W48
   digest preview --customer cust_0000042 --week 2026-W48 --html /tmp/d.html --eml /tmp/d.eml
-  digest preview --customer c1 --week 2026-W48 --snapshot examples/snapshot.jsonl
+  digest preview --customer cust_0001 --week 2026-W48 --snapshot examples/snapshot.jsonl
 `
 
 func cmdPreview(ctx context.Context, env *Env, args []string) error {

@@ -71,6 +71,7 @@ func TestDryRunChecksServers(t *testing.T) {
 	for _, c := range []struct{ name, key, value, want string }{
 		{"STARTTLS required, not offered", "DIGEST_SMTP_URL", "smtp://" + e.Mailpit.SMTPAddr() + "?tls=mandatory", "smtp check failed"},
 		{"look-up unreachable", "DIGEST_LOOKUP_URL", "mailpit+http://127.0.0.1:1", "lookup check failed"},
+		{"no mailer for a PostgreSQL ledger", "DIGEST_SMTP_URL", "", "no mailer"},
 	} {
 		r := e.RunEnv([]string{c.key + "=" + c.value}, "run", "--mode", "observe", "--week", "2026-W40")
 		if r.Code != 2 || !strings.Contains(r.Stderr, c.want) {

@@ -22,4 +22,5 @@ func TestSeedSeveralWeeks(t *testing.T) {
 	if first.Count(t, "sent") != len(want40) || second.Count(t, "sent") != len(want41) {
 		t.Fatalf("sent %d and %d, want %d and %d", first.Count(t, "sent"), second.Count(t, "sent"), len(want40), len(want41))
 	}
+	checkRunLog(t, first, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
 }

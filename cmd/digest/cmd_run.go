@@ -136,7 +136,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		defer m.Close()
 		r.Mailer, r.Lookup = m, lookup
 	} else {
-		checks, checkErr = checkMailer(ctx, ms, log)
+		checks, checkErr = checkMailer(ctx, st, ms, log)
 	}
 	log.Info("run configured", "week", cfg.Spec.Week.String(), "mode", string(cfg.Mode),
 		"ledger", describeLedger(st), "mailer", ms.String())

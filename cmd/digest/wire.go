@@ -125,8 +125,8 @@ func (ms mailerSettings) String() string {
 // ledger the outbox must be named on purpose: by default it would record a
 // production week as sent into files nobody reads.
 func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, error) {
-	if ms.smtp == nil && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
-		return nil, nil, usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
+	if err := noMailer(st, ms); err != nil {
+		return nil, nil, err
 	}
 	if ms.smtp == nil {
 		ob, err := sender.NewOutbox(ms.outbox)
@@ -145,11 +145,19 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 	return m, ms.lookup, nil
 }
 
+// noMailer refuses the default outbox with a PostgreSQL ledger.
+func noMailer(st *settings, ms mailerSettings) error {
+	if ms.smtp == nil && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
+		return usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
+	}
+	return nil
+}
+
 // checkMailer connects to the SMTP server (EHLO, STARTTLS, AUTH, QUIT; no
 // message) and asks the look-up about a key no digest has, for a dry run.
 // It logs each result and returns them for the summary, with the first
 // failure.
-func checkMailer(ctx context.Context, ms mailerSettings, log *slog.Logger) ([]checkResult, error) {
+func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog.Logger) ([]checkResult, error) {
 	var results []checkResult
 	var first error
 	add := func(name string, configured bool, err error) {
@@ -168,9 +176,12 @@ func checkMailer(ctx context.Context, ms mailerSettings, log *slog.Logger) ([]ch
 		}
 		results = append(results, r)
 	}
-	if ms.smtp != nil {
+	switch refusal := noMailer(st, ms); {
+	case refusal != nil:
+		add("smtp", true, refusal)
+	case ms.smtp != nil:
 		add("smtp", true, sender.Check(ctx, *ms.smtp))
-	} else {
+	default:
 		add("smtp", false, nil)
 	}
 	if ms.lookup != nil {

@@ -88,7 +88,7 @@ func TestPreviewRendersWithoutPinning(t *testing.T) {
 		t.Fatalf("preview left %d pins, %d receipts, %d messages; want none", pins, receipts, e.MailpitCount())
 	}
 
-	if r := e.Run("preview", "--customer", "cust_9999999", "--week", "2026-W40"); r.Code != 2 || !strings.Contains(r.Stderr, "cust_9999999") {
+	if r := e.Run("preview", "--customer", "cust_9999999", "--week", "2026-W40"); r.Code != 2 || !strings.Contains(r.Stderr, `customer "cust_9999999" is not in the source`) {
 		t.Fatalf("unknown customer: exit %d, want 2 naming it\n%s", r.Code, r.Stderr)
 	}
 
@@ -149,7 +149,7 @@ func TestSendTestIsMarkedAndOutsideTheLedger(t *testing.T) {
 	if run.Count(t, "sent") != len(want) {
 		t.Fatalf("the real run sent %d, want %d", run.Count(t, "sent"), len(want))
 	}
-	if r := e.Run("send-test", "--to", "not an address", "--week", "2026-W40"); r.Code != 2 {
-		t.Fatalf("send-test --to 'not an address': exit %d, want 2", r.Code)
+	if r := e.Run("send-test", "--to", "not an address", "--week", "2026-W40"); r.Code != 2 || !strings.Contains(r.Stderr, "--to: invalid email address") {
+		t.Fatalf("send-test --to 'not an address': exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
 }

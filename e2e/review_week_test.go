@@ -54,10 +54,10 @@ func TestReviewWholeWeek(t *testing.T) {
 	// The first crashed send did reach the provider.
 	deliverAsCrashed(t, e, keys[0], emails[0])
 
-	if r := e.Run("review", "mark-sent", "--week", "2026-W40", "--from-provider", "--reason", "outage OPS-150"); r.Code != 2 || !strings.Contains(r.Stderr, "DIGEST_LOOKUP_URL") {
+	if r := e.Run("review", "mark-sent", "--week", "2026-W40", "--from-provider", "--reason", "outage OPS-150"); r.Code != 2 || !strings.Contains(r.Stderr, "needs DIGEST_LOOKUP_URL") {
 		t.Fatalf("mark-sent --from-provider without a look-up: exit %d, want 2 naming DIGEST_LOOKUP_URL\n%s", r.Code, r.Stderr)
 	}
-	if r := e.Run("review", "release", "--week", "2026-W40", "--reason", "x"); r.Code != 2 || !strings.Contains(r.Stderr, "--state") {
+	if r := e.Run("review", "release", "--week", "2026-W40", "--reason", "x"); r.Code != 2 || !strings.Contains(r.Stderr, "release --week needs --state held or --state quarantined") {
 		t.Fatalf("release --week without --state: exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
 	marked := e.RunEnv([]string{"DIGEST_LOOKUP_URL=" + lookupURL}, "review", "mark-sent", "--week", "2026-W40", "--from-provider", "--reason", "outage OPS-150", "--by", "alice")

@@ -232,7 +232,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	}
 	asOf := wp.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
-		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf, "run_id", cfg.RunID)
+		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
 	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,13 @@ func TestDryRunChecksServers(t *testing.T) {
 	e.Seed(10, week40)
 	e.Set("DIGEST_SMTP_URL", "smtp://digest:s3cretpw@"+e.Mailpit.SMTPAddr()+"?tls=none&auth=plain")
 
-	ok := e.Run("run", "--mode", "observe", "--week", "2026-W40")
+	secrets := []string{"DIGEST_POSTMARK_TOKEN=pm-t0ken-secret"}
+	if u, err := url.Parse(e.URL); err == nil && u.Scheme != "" && u.User != nil {
+		// Trust authentication ignores the password; the log must not show it.
+		u.User = url.UserPassword(u.User.Username(), "db-pa55word")
+		secrets = append(secrets, "DIGEST_DATABASE_URL="+u.String())
+	}
+	ok := e.RunEnv(secrets, "run", "--mode", "observe", "--week", "2026-W40")
 	if ok.Code != 0 {
 		t.Fatalf("observe run: exit %d\n%s", ok.Code, ok.Stderr)
 	}
@@ -66,7 +73,7 @@ func TestDryRunChecksServers(t *testing.T) {
 	if line := finalLine(t, ok); line["smtp_check"] != "ok" || line["lookup_check"] != "ok" {
 		t.Errorf("summary line: smtp_check %v, lookup_check %v; want ok, ok", line["smtp_check"], line["lookup_check"])
 	}
-	checkRunLog(t, ok, "s3cretpw", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
+	checkRunLog(t, ok, "s3cretpw", "pm-t0ken-secret", "db-pa55word", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")
 
 	for _, c := range []struct{ name, key, value, want string }{
 		{"STARTTLS required, not offered", "DIGEST_SMTP_URL", "smtp://" + e.Mailpit.SMTPAddr() + "?tls=mandatory", "smtp check failed"},

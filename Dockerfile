@@ -21,6 +21,7 @@ COPY migrations ./migrations
 COPY sender ./sender
 COPY snapshot ./snapshot
 COPY templates ./templates
+COPY unsubscribe ./unsubscribe
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o bin/digest ./cmd/digest
 

@@ -273,3 +273,51 @@ func (kr *Keyring) String() string {
 
 // GoString keeps %#v from printing secrets.
 func (kr *Keyring) GoString() string { return kr.String() }
+
+// DerivedKey is a key made from one keyring secret for another purpose.
+type DerivedKey struct {
+	ID  string // the key id of the secret it was derived from
+	Key []byte // HMAC-SHA256(secret, label): 32 bytes
+}
+
+// Derive returns, for each secret (current first), HMAC-SHA256(secret,
+// label): keys for another purpose (package unsubscribe's tokens) that
+// rotate like the ring, never the secrets themselves.
+func (kr *Keyring) Derive(label string) []DerivedKey {
+	out := make([]DerivedKey, len(kr.secrets))
+	for i, s := range kr.secrets {
+		m := hmac.New(sha256.New, s.key)
+		m.Write([]byte(label))
+		out[i] = DerivedKey{ID: s.id, Key: m.Sum(nil)}
+	}
+	return out
+}
+
+// redactAddress replaces email in s (an SMTP reply often repeats the
+// recipient's address), in any case, with "<address>".
+func redactAddress(s, email string) string {
+	if email == "" {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if i+len(email) <= len(s) && strings.EqualFold(s[i:i+len(email)], email) {
+			b.WriteString("<address>")
+			i += len(email)
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+// AddressKey returns the key of an email address under the current secret:
+// "KID:HEX", HEX the lowercase hex HMAC-SHA256 of "address|" and the
+// address in lower case. A permanent rejection is logged with it instead of
+// the address, so that it can be matched against the customers' addresses
+// (docs/operations.md, "Bounces and suppression") without the log holding
+// any.
+func (kr *Keyring) AddressKey(email string) string {
+	return string(sign(kr.secrets[0], "address|"+strings.ToLower(email)))
+}

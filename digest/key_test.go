@@ -317,3 +317,17 @@ func TestKeyringRotation(t *testing.T) {
 		t.Error("a different identity has the same key")
 	}
 }
+
+func TestRedactAddress(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ s, email, want string }{
+		{"550 <Ada@Example.com>: no such user ada@example.com", "ada@example.com", "550 <<address>>: no such user <address>"},
+		{"550 mailbox unavailable", "ada@example.com", "550 mailbox unavailable"},
+		{"ünïcode ada@example.com", "ada@example.com", "ünïcode <address>"},
+		{"x", "", "x"},
+	} {
+		if got := redactAddress(tt.s, tt.email); got != tt.want {
+			t.Errorf("redactAddress(%q, %q) = %q, want %q", tt.s, tt.email, got, tt.want)
+		}
+	}
+}

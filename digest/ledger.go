@@ -168,6 +168,13 @@ type Ledger interface {
 	// ReceiptsByKeyID counts the week's receipts (see WeekPin).
 	PinSnapshot(ctx context.Context, pin SnapshotPin, proposed WeekPin) (WeekPin, error)
 
+	// StartWeek records that a run of pin starts at, which keeps every
+	// receipt of the week from prune for the prune's horizon, and returns
+	// the week's prune tombstone, or nil. A prune running at the same time
+	// either sees the start and keeps the week, or finishes first and its
+	// tombstone is returned.
+	StartWeek(ctx context.Context, pin SnapshotPin, at time.Time) (*PruneTombstone, error)
+
 	// Claim decides each request atomically: exactly one concurrent caller
 	// gets OutcomeClaimed for a key. A fingerprint that differs from the
 	// stored one quarantines the receipt (OutcomeQuarantined).

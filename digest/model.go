@@ -18,6 +18,10 @@ type Customer struct {
 	Email  string
 	Name   string
 	Locale string // BCP 47 tag such as "en-GB"; may be empty
+	// Suppressed: the customer unsubscribed (or the address was fed back
+	// after a permanent rejection). No digest is built or claimed for a
+	// suppressed customer; not part of the canonical form.
+	Suppressed bool
 }
 
 // Activity is one account event from the snapshot.

@@ -152,6 +152,12 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 		if p.n == 1 {
 			r.c.digests.Add(1)
 		}
+		if rec.Customer.Suppressed {
+			if p.n == 1 {
+				r.c.suppressed.Add(1)
+			}
+			continue // no claim, so no receipt to block a later week
+		}
 		d, err := Build(rec, cfg.Spec)
 		if err != nil {
 			if p.n == 1 {

@@ -15,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/currency"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/message/catalog"
 
 	"github.com/weeklydigest/digest/templates"
 )
@@ -38,6 +41,7 @@ type Rendered struct {
 // escaped by html/template on top of that.
 type Renderer struct {
 	types map[string]typeTemplates // by digest type; never written after NewRenderer
+	cat   catalog.Catalog          // the messages of every shipped language
 }
 
 type typeTemplates struct {
@@ -53,7 +57,11 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names))}
+	cat, err := newCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
 		var t typeTemplates
@@ -94,7 +102,7 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 	if !ok {
 		return Rendered{}, fmt.Errorf("render %q: %w", d.Identity.Type, ErrUnknownType)
 	}
-	v, err := newView(d)
+	v, err := r.newView(d)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
@@ -118,11 +126,16 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 	return out, nil
 }
 
-// view is what the templates see: every value formatted and sanitised.
+// view is what the templates see: every value formatted, translated and
+// sanitised.
 type view struct {
 	Subject  string // set once the subject is rendered, for the HTML title
+	Lang     string // the language written, "de": the HTML's lang
+	Dir      string // "ltr" or "rtl": the HTML's dir
+	Start    string // "left", or "right" in a right-to-left language: align of text columns
+	End      string // the other side: align of amounts
 	Week     string // "2026-W48"
-	Range    string // "23–29 Nov 2026"
+	Range    string // "23–29 Nov 2026", in the language's style
 	Zone     string // the zone dates are shown in
 	Greeting string
 	Empty    bool
@@ -130,6 +143,17 @@ type view struct {
 	Totals   []viewTotal
 	Type     string
 	Version  string
+	T        labels // the fixed words, in the language
+}
+
+// labels are the fixed words of the templates, from the catalogue.
+type labels struct {
+	Subject                                          string
+	Heading, Intro, IntroEmpty, IntroHTML, EmptyHTML string
+	Date, Activity, Amount, Totals, Currency         string
+	MoneyIn, MoneyOut, Net                           string // bare, for the HTML table heads
+	MoneyInPadded, MoneyOutPadded, NetPadded         string // padded to one width, for the text part
+	Footer, Reference                                string
 }
 
 type viewRow struct {
@@ -144,14 +168,23 @@ type viewRow struct {
 type viewTotal struct {
 	Currency             string
 	Count                int
+	Transactions         string // "4 transactions", in the language
 	Credits, Debits, Net string
 }
 
-func newView(d *Digest) (*view, error) {
+func (r *Renderer) newView(d *Digest) (*view, error) {
 	loc := d.From.Location()
+	lang := MatchLanguage(d.Customer.Locale)
+	f := formatFor(lang)
+	p := printer(r.cat, lang)
+	week := d.Identity.Week.String() // an identifier: ASCII in every language
 	v := &view{
-		Week:    d.Identity.Week.String(),
-		Range:   weekRange(d.From, d.To),
+		Lang:    lang.String(),
+		Dir:     "ltr",
+		Start:   "left",
+		End:     "right",
+		Week:    week,
+		Range:   f.weekRange(d.From, d.To),
 		Zone:    loc.String(),
 		Empty:   len(d.Activity) == 0,
 		Rows:    make([]viewRow, len(d.Activity)),
@@ -159,36 +192,49 @@ func newView(d *Digest) (*view, error) {
 		Type:    clean(d.Identity.Type),
 		Version: clean(d.Identity.Version),
 	}
-	v.Greeting = "Hello,"
+	if f.rtl {
+		v.Dir, v.Start, v.End = "rtl", "right", "left"
+	}
+	v.T = labels{
+		Subject: p.Sprintf(msgSubject, v.Week, v.Range), Heading: p.Sprintf(msgHeading), Intro: p.Sprintf(msgIntro, v.Week, v.Range), IntroEmpty: p.Sprintf(msgIntroEmpty, v.Week, v.Range),
+		IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
+		Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
+		Totals: p.Sprintf(msgTotals), Currency: p.Sprintf(msgCurrency),
+		MoneyIn: p.Sprintf(msgMoneyIn), MoneyOut: p.Sprintf(msgMoneyOut), Net: p.Sprintf(msgNet),
+		Footer: p.Sprintf(msgFooter, v.Zone), Reference: p.Sprintf(msgReference, v.Type, v.Version, v.Week),
+	}
+	padded := padRight(v.T.MoneyIn, v.T.MoneyOut, v.T.Net)
+	v.T.MoneyInPadded, v.T.MoneyOutPadded, v.T.NetPadded = padded[0], padded[1], padded[2]
+	v.Greeting = p.Sprintf(msgHello)
 	if name := clean(d.Customer.Name); name != "" {
-		v.Greeting = "Hello " + name + ","
+		v.Greeting = p.Sprintf(msgHelloName, name)
 	}
 	width := 0
 	for i, a := range d.Activity {
-		amt, err := FormatAmount(a.AmountMinor, a.Currency)
+		amt, err := FormatMoney(lang, a.AmountMinor, a.Currency)
 		if err != nil {
 			return nil, err
 		}
 		v.Rows[i] = viewRow{
-			Date:        a.OccurredAt.In(loc).Format("Mon _2 Jan"),
-			Kind:        humanKind(a.Kind),
+			Date:        f.day(f, a.OccurredAt.In(loc)),
+			Kind:        r.kind(p, a.Kind),
 			Description: clean(a.Description),
 			Amount:      amt,
 			Negative:    a.AmountMinor < 0,
 		}
-		width = max(width, len(amt))
+		width = max(width, utf8.RuneCountInString(amt))
 	}
 	for i := range v.Rows {
-		v.Rows[i].AmountPadded = strings.Repeat(" ", width-len(v.Rows[i].Amount)) + v.Rows[i].Amount
+		v.Rows[i].AmountPadded = strings.Repeat(" ", width-utf8.RuneCountInString(v.Rows[i].Amount)) + v.Rows[i].Amount
 	}
 	for i, t := range d.Totals {
-		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count}
+		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: p.Sprintf(msgTransactions, t.Count)}
 		var err error
-		for _, f := range []struct {
+		for _, m := range []struct {
 			dst   *string
 			minor int64
 		}{{&vt.Credits, t.CreditMinor}, {&vt.Debits, t.DebitMinor}, {&vt.Net, t.NetMinor}} {
-			if *f.dst, err = FormatAmount(f.minor, t.Currency); err != nil {
+			if *m.dst, err = FormatMoney(lang, m.minor, t.Currency); err != nil {
 				return nil, err
 			}
 		}
@@ -197,21 +243,31 @@ func newView(d *Digest) (*view, error) {
 	return v, nil
 }
 
-// weekRange formats the civil days of [from, to) in from's zone:
-// "23–29 Nov 2026", "30 Nov – 6 Dec 2026" or "28 Dec 2026 – 3 Jan 2027".
-func weekRange(from, to time.Time) string {
-	loc := from.Location()
-	first := from
-	last := to.In(loc).AddDate(0, 0, -1)
-	switch {
-	case first.Year() != last.Year():
-		return first.Format("2 Jan 2006") + " – " + last.Format("2 Jan 2006")
-	case first.Month() != last.Month():
-		return first.Format("2 Jan") + " – " + last.Format("2 Jan 2006")
-	default:
-		return first.Format("2") + "–" + last.Format("2 Jan 2006")
+// padRight pads each label with spaces to the widest, plus one.
+func padRight(ls ...string) []string {
+	w := 0
+	for _, l := range ls {
+		w = max(w, utf8.RuneCountInString(l))
 	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l + strings.Repeat(" ", w+1-utf8.RuneCountInString(l))
+	}
+	return out
 }
+
+// kind names an activity kind in the language: from the catalogue for the
+// kinds it knows, else humanKind's English form of the raw kind.
+func (r *Renderer) kind(p *message.Printer, kind string) string {
+	if _, ok := knownKinds[kind]; ok {
+		return p.Sprintf(msgKindPrefix + kind)
+	}
+	return humanKind(kind)
+}
+
+// weekRange formats the civil days of [from, to) in from's zone, in
+// English: "23–29 Nov 2026", "30 Nov – 6 Dec 2026" or "28 Dec 2026 – 3 Jan 2027".
+func weekRange(from, to time.Time) string { return formatFor(language.English).weekRange(from, to) }
 
 // humanKind turns a kind such as "card_payment" into "Card payment".
 func humanKind(kind string) string {
@@ -272,6 +328,21 @@ var ErrUnknownCurrency = errors.New("unknown currency")
 // last: "1,234.56 EUR", "-12.50 EUR", "1,200 JPY". It uses integer
 // arithmetic only.
 func FormatAmount(minor int64, code string) (string, error) {
+	n, err := formatNumber(minor, code, ".", ",", 1)
+	if err != nil {
+		return "", err
+	}
+	if minor < 0 {
+		n = "-" + n
+	}
+	return n + " " + code, nil
+}
+
+// formatNumber writes the magnitude of an amount in minor units with the
+// currency's own number of decimals (from CLDR via golang.org/x/text/currency),
+// the given separators, and groups of three once the whole part has
+// 3+minGrouping digits. Integer arithmetic only.
+func formatNumber(minor int64, code, decimal, group string, minGrouping int) (string, error) {
 	if !ValidCurrency(code) {
 		return "", fmt.Errorf("%w %q", ErrUnknownCurrency, code)
 	}
@@ -286,23 +357,19 @@ func FormatAmount(minor int64, code string) (string, error) {
 		unit *= 10
 	}
 	var b strings.Builder
-	if minor < 0 {
-		b.WriteByte('-')
-	}
 	whole := strconv.FormatUint(mag/unit, 10)
+	grouped := len(whole) >= 3+minGrouping
 	for i := range len(whole) {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
+		if grouped && i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteString(group)
 		}
 		b.WriteByte(whole[i])
 	}
 	if scale > 0 {
 		frac := strconv.FormatUint(mag%unit, 10)
-		b.WriteByte('.')
+		b.WriteString(decimal)
 		b.WriteString(strings.Repeat("0", scale-len(frac)))
 		b.WriteString(frac)
 	}
-	b.WriteByte(' ')
-	b.WriteString(code)
 	return b.String(), nil
 }

@@ -66,6 +66,10 @@ type RunConfig struct {
 	Lenient    bool // skip bad source records instead of refusing the run
 
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
+	// ResendPrunedWeek lets an enforce run send a week whose receipts were
+	// pruned (a PruneTombstone): the digests whose receipts went are sent
+	// a second time. Without it such a run fails with *PrunedWeekError.
+	ResendPrunedWeek bool
 	// LookupDelay is the least time between an ambiguous send and the
 	// look-up that decides it. Providers list an accepted message only
 	// after they have processed it; asked too early, they answer "not
@@ -172,6 +176,9 @@ type Runner struct {
 	Keyring  *Keyring
 	Renderer *Renderer
 	Config   RunConfig
+	// Unsubscribe, when set, returns a customer's own unsubscribe URI
+	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
+	Unsubscribe func(customerID string) string
 
 	keys *Keyring // Keyring with the week's pinned key id first, set by run
 	c    counters
@@ -222,6 +229,9 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		}
 	}
 	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	if err := r.checkPruned(ctx, pin); err != nil {
+		return r.c.snapshot(), err
+	}
 	wp, err := r.Ledger.PinSnapshot(ctx, pin, WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
 	r.c.ledgerCalls.Add(1)
 	if err != nil {

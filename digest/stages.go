@@ -156,6 +156,9 @@ func (p *pass) render(it *item) error {
 		return err
 	}
 	it.msg = msg
+	if p.r.Unsubscribe != nil {
+		it.msg.Unsubscribe = p.r.Unsubscribe(it.d.Customer.ID)
+	}
 	return nil
 }
 
@@ -287,7 +290,7 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
 	case ClassPermanent:
 		it.fin = p.finishFor(it, StateFailed, err.Error())
-		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "err", err)
+		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", redactAddress(err.Error(), it.msg.To.Email))
 	default:
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
 			it.fin = p.finishFor(it, StateHeld, "ambiguous send: "+err.Error())

@@ -45,6 +45,7 @@ type Summary struct {
 	Retryable   int // temporary failures recorded (a key retried twice counts twice)
 	Failed      int // permanent failures
 	Skipped     int // no activity (with the skip policy) or a bad record (lenient mode)
+	Suppressed  int // unsubscribed customers: not sent, nothing claimed
 	Invalid     int // records that could not be built, in strict mode: the run fails
 	Pending     int // retryable, not due or busy at the end of the run
 	LostClaims  int // claims taken over by another run before this one finished them
@@ -87,7 +88,7 @@ func (s Summary) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.Int("sent", s.Sent), slog.Int("duplicates", s.Duplicates), slog.Int("reconciled", s.Reconciled),
 		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable),
-		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("invalid", s.Invalid),
+		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("suppressed", s.Suppressed), slog.Int("invalid", s.Invalid),
 		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("digests", s.Digests),
 		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
 		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes),
@@ -117,6 +118,7 @@ type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	lookupFound, lookupNotFound, lookupErr                             atomic.Int64
+	suppressed                                                         atomic.Int64
 	would                                                              [len(outcomeNames)]atomic.Int64
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
@@ -128,6 +130,7 @@ func (c *counters) snapshot() Summary {
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
+		Suppressed:   int(c.suppressed.Load()),
 		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}
 	for i := range c.repeats {

@@ -61,6 +61,8 @@ func countRows(t *testing.T, e *e2etest.Env, table string) int {
 func TestPreviewRendersWithoutPinning(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
+	e.Set("DIGEST_UNSUBSCRIBE_URL", "https://bank.example/u/{token}")
+	e.Set("DIGEST_UNSUBSCRIBE_KEYS", unsubscribeKeys)
 	e.Seed(10, week40)
 	rec, want := firstActive(t, 10)
 	htmlPath, emlPath := filepath.Join(e.Dir, "d.html"), filepath.Join(e.Dir, "d.eml")
@@ -92,8 +94,16 @@ func TestPreviewRendersWithoutPinning(t *testing.T) {
 		t.Fatalf("unknown customer: exit %d, want 2 naming it\n%s", r.Code, r.Stderr)
 	}
 
-	// A run pins the week; activity recorded afterwards is not the week's.
+	// A run pins the week and sends the message the preview showed.
 	e.MustRun("run", "--week", "2026-W40")
+	sent := mailpitMessage(t, e, want.Key)
+	for _, h := range []string{"Message-Id", "X-Digest-Key", "Subject", "From", "To", "List-Unsubscribe", "List-Unsubscribe-Post"} {
+		if sent.Header.Get(h) != msg.Header.Get(h) || (h == "List-Unsubscribe" && !strings.Contains(sent.Header.Get(h), "https://bank.example/u/")) {
+			t.Errorf("%s: preview --eml %q, sent %q", h, msg.Header.Get(h), sent.Header.Get(h))
+		}
+	}
+
+	// Activity recorded after the pinned cutoff is not the week's.
 	_, err = e.Pool.Exec(context.Background(), `INSERT INTO digest_activity (customer_id, occurred_at, recorded_at, kind, amount_minor, currency, description)
 VALUES ($1, $2, now() + interval '1 minute', 'fee', -999, 'EUR', 'Late fee')`, rec.Customer.ID, week40.Start(time.UTC).Add(time.Hour))
 	if err != nil {
@@ -152,4 +162,25 @@ func TestSendTestIsMarkedAndOutsideTheLedger(t *testing.T) {
 	if r := e.Run("send-test", "--to", "not an address", "--week", "2026-W40"); r.Code != 2 || !strings.Contains(r.Stderr, "--to: invalid email address") {
 		t.Fatalf("send-test --to 'not an address': exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
+}
+
+// mailpitMessage returns the message Mailpit holds for key.
+func mailpitMessage(t *testing.T, e *e2etest.Env, key digest.Key) *mail.Message {
+	t.Helper()
+	ctx := context.Background()
+	msgs, err := e.Mailpit.Messages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		raw, err := e.Mailpit.Raw(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil && msg.Header.Get(sender.HeaderKey) == string(key) {
+			return msg
+		}
+	}
+	t.Fatalf("Mailpit holds no message for %s", key)
+	return nil
 }

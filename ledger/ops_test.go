@@ -216,14 +216,14 @@ func TestPrune(t *testing.T) {
 		p := ledger.PruneRequest{Before: cutoff}
 		dry := p
 		dry.DryRun = true
-		if n, err := s.Prune(ctx, dry); err != nil || n != 1 {
-			t.Fatalf("dry run: %d %v, want 1", n, err)
+		if n, err := s.Prune(ctx, dry); err != nil || n.Receipts != 1 {
+			t.Fatalf("dry run: %+v %v, want 1", n, err)
 		}
 		if _, _, err := s.Show(ctx, sent[0]); err != nil {
 			t.Fatalf("dry run removed: %v", err)
 		}
-		if n, err := s.Prune(ctx, p); err != nil || n != 1 {
-			t.Fatalf("prune: %d %v, want 1", n, err)
+		if n, err := s.Prune(ctx, p); err != nil || n.Receipts != 1 {
+			t.Fatalf("prune: %+v %v, want 1", n, err)
 		}
 		if _, _, err := s.Show(ctx, sent[0]); !errors.Is(err, ledger.ErrNotFound) {
 			t.Fatalf("pruned receipt: %v", err)
@@ -233,11 +233,11 @@ func TestPrune(t *testing.T) {
 				t.Fatalf("%s lost its history", k[0])
 			}
 		}
-		if n, err := s.Prune(ctx, ledger.PruneRequest{Before: cutoff, IncludeHeld: true}); err != nil || n != 1 {
-			t.Fatalf("prune held: %d %v", n, err)
+		if n, err := s.Prune(ctx, ledger.PruneRequest{Before: cutoff, IncludeHeld: true}); err != nil || n.Receipts != 1 {
+			t.Fatalf("prune held: %+v %v", n, err)
 		}
-		if n, err := s.Prune(ctx, ledger.PruneRequest{Before: cutoff, IncludeQuarantined: true}); err != nil || n != 1 {
-			t.Fatalf("prune quarantined: %d %v", n, err)
+		if n, err := s.Prune(ctx, ledger.PruneRequest{Before: cutoff, IncludeQuarantined: true}); err != nil || n.Receipts != 1 {
+			t.Fatalf("prune quarantined: %+v %v", n, err)
 		}
 		if list, _ := s.List(ctx, ledger.ListFilter{}); len(list) != 1 || list[0].Key != recent[0] {
 			t.Fatalf("left after prune: %v", list)

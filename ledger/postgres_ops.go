@@ -176,37 +176,6 @@ FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
 	return c, nil
 }
 
-// Prune removes receipts, their events and old observations in one
-// transaction, and returns how many receipts it removed.
-func (s *Postgres) Prune(ctx context.Context, p PruneRequest) (int64, error) {
-	kept := p.keptStates()
-	if p.DryRun {
-		var n int64
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE updated_at < $1 AND state <> ALL($2)`,
-			p.Before, kept).Scan(&n)
-		if err != nil {
-			return 0, fmt.Errorf("prune (dry run): %w", err)
-		}
-		return n, nil
-	}
-	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-WITH gone AS (DELETE FROM receipts WHERE updated_at < $1 AND state <> ALL($2) RETURNING key),
-events AS (DELETE FROM receipt_events e USING gone WHERE e.key = gone.key)
-SELECT count(*) FROM gone`, p.Before, kept).Scan(&n)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM observations WHERE at < $1`, p.Before)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("prune: %w", err)
-	}
-	return n, nil
-}
-
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
 func (s *Postgres) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error) {

@@ -178,37 +178,6 @@ FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
 	return c, nil
 }
 
-// Prune removes receipts, their events and old observations in one
-// transaction, and returns how many receipts it removed.
-func (s *SQLite) Prune(ctx context.Context, p PruneRequest) (int64, error) {
-	kept := p.keptStates()
-	args := append([]any{p.Before.UnixMicro()}, stringArgs(kept)...)
-	where := `updated_at < ? AND state NOT IN (` + placeholders(len(kept)) + `)`
-	var n int64
-	err := s.write(ctx, func(tx sqliteTx) error {
-		if p.DryRun {
-			return tx.QueryRowContext(ctx, `SELECT count(*) FROM receipts WHERE `+where, args...).Scan(&n)
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM receipt_events WHERE key IN (SELECT key FROM receipts WHERE `+where+`)`, args...)
-		if err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM receipts WHERE `+where, args...)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM observations WHERE at < ?`, p.Before.UnixMicro())
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("prune: %w", err)
-	}
-	return n, nil
-}
-
 func stringArgs(ss []string) []any {
 	args := make([]any, len(ss))
 	for i, s := range ss {

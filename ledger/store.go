@@ -34,9 +34,14 @@ type Store interface {
 	// Counts counts the receipts of a week by state, with the ages of the
 	// oldest claimed and oldest retryable ones.
 	Counts(ctx context.Context, week digest.ISOWeek) (Counts, error)
-	// Prune removes what p selects and returns how many receipts went (or,
-	// with p.DryRun, would go).
-	Prune(ctx context.Context, p PruneRequest) (int64, error)
+	// Prune removes what p selects and reports, by week, how many
+	// receipts went (or, with p.DryRun, would go). It leaves a
+	// digest.PruneTombstone for every snapshot pin of each week it took
+	// receipts from (none on a dry run).
+	Prune(ctx context.Context, p PruneRequest) (PruneResult, error)
+	// Tombstones returns the prune tombstones of week, or of every week
+	// when week is zero, newest week first.
+	Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error)
 	// Pinned returns what the first run of pin fixed, and false when the
 	// week is not pinned yet; it never pins (previews and test sends).
 	Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error)
@@ -173,27 +178,59 @@ type Counts struct {
 }
 
 // PruneRequest selects what Prune removes.
+//
+// Only settled receipts go: sent and failed ones (and held or quarantined
+// ones when named). A claimed receipt (a run holds it, or held it and
+// crashed, perhaps mid-send) and a retryable one (perhaps maybe-sent) are
+// live evidence and are kept whatever their age, as is every receipt of a
+// week whose run started at or after Before (Ledger.StartWeek).
 type PruneRequest struct {
 	// Before: receipts last updated, and observations recorded, before it.
+	// Required.
 	Before time.Time
 	// IncludeHeld and IncludeQuarantined also remove those receipts, which
 	// are otherwise kept whatever their age.
 	IncludeHeld        bool
 	IncludeQuarantined bool
-	// DryRun counts without removing.
+	// DryRun counts without removing and writes no tombstone.
 	DryRun bool
 }
 
-func (p PruneRequest) keptStates() []string {
-	var kept []string
-	if !p.IncludeHeld {
-		kept = append(kept, string(digest.StateHeld))
+// prunableStates are the states Prune may remove: an allow-list, so that a
+// state added later is kept until someone decides otherwise.
+func (p PruneRequest) prunableStates() []string {
+	states := []string{string(digest.StateSent), string(digest.StateFailed)}
+	if p.IncludeHeld {
+		states = append(states, string(digest.StateHeld))
 	}
-	if !p.IncludeQuarantined {
-		kept = append(kept, string(digest.StateQuarantined))
+	if p.IncludeQuarantined {
+		states = append(states, string(digest.StateQuarantined))
 	}
-	// Never empty, so "state NOT IN (...)" stays valid SQL.
-	return append(kept, "")
+	return states
+}
+
+func (p PruneRequest) validate() error {
+	if p.Before.IsZero() {
+		return fmt.Errorf("%w: prune needs a cutoff", ErrInvalid)
+	}
+	return nil
+}
+
+// PruneResult is what a prune removed (or, dry, would remove).
+type PruneResult struct {
+	Receipts int64        // in all
+	Weeks    []PrunedWeek // by week, oldest first
+}
+
+// PrunedWeek counts the receipts one prune removed from one ISO week.
+type PrunedWeek struct {
+	Week     string
+	Receipts int64
+}
+
+func (r *PruneResult) add(week string, n int64) {
+	r.Weeks = append(r.Weeks, PrunedWeek{Week: week, Receipts: n})
+	r.Receipts += n
 }
 
 // RepeatReport buckets the gaps between consecutive observations of one key.

@@ -2,10 +2,7 @@ package sender_test
 
 import (
 	"bytes"
-	"io"
 	"mime"
-	"mime/multipart"
-	"mime/quotedprintable"
 	"net/mail"
 	"strings"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
 	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/unsubscribe"
 )
 
 func newMailpitMailer(t *testing.T, mp *mailpittest.Server, url string) *sender.SMTPMailer {
@@ -96,7 +94,7 @@ func TestMailpitSendThenLookup(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	text, html := alternativeParts(t, parsed)
+	text, html := alternativeParts(t, raw)
 	if !strings.Contains(text, "3 payments this week.") {
 		t.Errorf("text part = %q", text)
 	}
@@ -115,38 +113,16 @@ func fmtAddrs(as []*mail.Address) string {
 
 // alternativeParts checks the body is multipart/alternative with exactly a
 // text/plain part then a text/html part, and returns both decoded.
-func alternativeParts(t *testing.T, msg *mail.Message) (text, html string) {
+func alternativeParts(t *testing.T, raw []byte) (text, html string) {
 	t.Helper()
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mt != "multipart/alternative" {
-		t.Fatalf("Content-Type = %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
+	p, err := mailpittest.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	var types, bodies []string
-	for {
-		p, err := r.NextRawPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
-		var body io.Reader = p
-		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
-			body = quotedprintable.NewReader(p)
-		}
-		b, err := io.ReadAll(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		types = append(types, ct)
-		bodies = append(bodies, string(b))
+	if strings.Join(p.Types, ",") != "text/plain,text/html" {
+		t.Fatalf("parts = %v, want text/plain then text/html", p.Types)
 	}
-	if strings.Join(types, ",") != "text/plain,text/html" {
-		t.Fatalf("parts = %v, want text/plain then text/html", types)
-	}
-	return bodies[0], bodies[1]
+	return p.Text, p.HTML
 }
 
 func TestMailpitHeaderInjection(t *testing.T) {
@@ -194,5 +170,65 @@ func TestMailpitHeaderInjection(t *testing.T) {
 		if err != nil || len(to) != 1 || to[0].Address != "ada@example.net" {
 			t.Errorf("message %q: To = %v (%v), want only ada@example.net", s.Subject, to, err)
 		}
+	}
+}
+
+// A per-recipient https unsubscribe URI gives RFC 8058 headers, beside the
+// fixed mailto: of DIGEST_LIST_UNSUBSCRIBE; a URI that could end the header
+// is a permanent failure, never a header of its own.
+func TestMailpitOneClickUnsubscribeHeaders(t *testing.T) {
+	t.Parallel()
+	mp := mailpittest.Start(t)
+	ctx := ctxT(t)
+	m := newMailpitMailer(t, mp, "smtp://ADDR?tls=none")
+	lookup, err := sender.ParseLookupURL("mailpit+"+mp.APIURL(), sender.LookupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := func(msg *digest.Message) mail.Header {
+		t.Helper()
+		if _, err := m.Send(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		id, found, err := lookup.Lookup(ctx, msg.Key)
+		if err != nil || !found {
+			t.Fatalf("Lookup: %v, %v", found, err)
+		}
+		raw, err := mp.Raw(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := mail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parsed.Header
+	}
+	msg := testMessage(testKey("k1", '3'))
+	msg.Unsubscribe = "https://example.com/u/k1~abc_DEF-123"
+	h := received(msg)
+	got, err := unsubscribe.CheckOneClick(h)
+	if err != nil || got != msg.Unsubscribe {
+		t.Fatalf("CheckOneClick = %q, %v; want %q", got, err, msg.Unsubscribe)
+	}
+	if lu := h.Get("List-Unsubscribe"); lu != "<https://example.com/u/k1~abc_DEF-123>, <mailto:unsubscribe@mail.example.com>" {
+		t.Errorf("List-Unsubscribe = %q", lu)
+	}
+	for _, bad := range []string{"https://example.com/u/x\r\nBcc: victim@example.com", "https://example.com/u/x>, <https://evil.test/", "https://example.com/u/x y"} {
+		msg := testMessage(testKey("k1", '4'))
+		msg.Unsubscribe = bad
+		if _, err := m.Send(ctx, msg); digest.ClassOf(err) != digest.ClassPermanent {
+			t.Errorf("Send with unsubscribe %q = %v, want a permanent failure", bad, err)
+		}
+	}
+	if n, err := mp.Count(ctx); err != nil || n != 1 {
+		t.Errorf("Mailpit holds %d messages (%v), want 1", n, err)
+	}
+	// A mailto: template gives no List-Unsubscribe-Post (RFC 8058 needs https).
+	msg = testMessage(testKey("k1", '5'))
+	msg.Unsubscribe = "mailto:u@example.com?subject=k1~abc"
+	h = received(msg)
+	if _, err := unsubscribe.CheckOneClick(h); err == nil || h.Get("List-Unsubscribe-Post") != "" {
+		t.Errorf("mailto-only message passes as one-click: %v", h)
 	}
 }

@@ -101,6 +101,35 @@ func newEnvelope(from digest.Address, listUnsubscribe string) (envelope, error) 
 	}, nil
 }
 
+// HeaderListUnsubscribePost is RFC 8058's one-click header.
+const HeaderListUnsubscribePost = "List-Unsubscribe-Post"
+
+// setListUnsubscribe writes List-Unsubscribe: the recipient's own URI
+// first, then the fixed value of DIGEST_LIST_UNSUBSCRIBE (e.g. a mailto:),
+// and, when the recipient's URI is https, RFC 8058's
+// "List-Unsubscribe-Post: List-Unsubscribe=One-Click". The URI must not be
+// able to end the header or its <...> entry: no white space, control
+// character, '<', '>' or ','.
+func (e envelope) setListUnsubscribe(msg *gomail.Msg, uri string) error {
+	var entries []string
+	if uri != "" {
+		if strings.ContainsFunc(uri, isSpaceOrControl) || strings.ContainsAny(uri, "<>,") {
+			return errors.New("unsubscribe URI holds white space, a control character or one of < > ,")
+		}
+		entries = append(entries, "<"+uri+">")
+	}
+	if e.listUnsubscribe != "" {
+		entries = append(entries, e.listUnsubscribe)
+	}
+	if len(entries) > 0 {
+		msg.SetGenHeaderPreformatted(gomail.HeaderListUnsubscribe, strings.Join(entries, ", "))
+	}
+	if strings.HasPrefix(uri, "https://") {
+		msg.SetGenHeader(HeaderListUnsubscribePost, "List-Unsubscribe=One-Click")
+	}
+	return nil
+}
+
 // MessageID returns the Message-ID (without angle brackets) of the message
 // for key from a sender at domain: hex@domain, the same on every retry.
 func MessageID(key digest.Key, domain string) string { return key.Hex() + "@" + domain }
@@ -144,8 +173,8 @@ func (e envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	msg.SetGenHeader(HeaderKey, string(key))
 	msg.SetGenHeader(HeaderMailpitTags, MailpitTag(key))
 	msg.SetGenHeader(HeaderPostmarkKey, string(key))
-	if e.listUnsubscribe != "" {
-		msg.SetGenHeaderPreformatted(gomail.HeaderListUnsubscribe, e.listUnsubscribe)
+	if err := e.setListUnsubscribe(msg, m.Unsubscribe); err != nil {
+		return nil, permanent(err)
 	}
 	switch {
 	case m.Text != "" && m.HTML != "":

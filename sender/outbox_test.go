@@ -52,7 +52,7 @@ func TestOutboxSendThenLookup(t *testing.T) {
 	if h := msg.Header.Get("Message-ID"); h != "<"+key.Hex()+"@example.com>" {
 		t.Errorf("Message-ID = %q", h)
 	}
-	text, html := alternativeParts(t, msg)
+	text, html := alternativeParts(t, raw)
 	if text == "" || html == "" {
 		t.Errorf("empty part: text %q html %q", text, html)
 	}

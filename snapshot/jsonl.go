@@ -38,7 +38,10 @@ const MaxListed = 20
 //     occurred_at, recorded_at, kind, amount_minor and currency; name,
 //     locale, description and activity may be absent, and name, locale and
 //     description may be "" (absent and "" mean the same); null is never
-//     allowed;
+//     allowed, except for unsubscribed_at;
+//   - an unsubscribed_at (optional: absent or null for a subscribed
+//     customer) that is not an RFC 3339 timestamp; a customer with one is
+//     suppressed: counted, never sent;
 //   - a value of the wrong JSON type;
 //   - a customer_id that is not a valid digest.Identity field, an email
 //     that is not a bare address, a locale that is not a BCP 47-shaped tag,

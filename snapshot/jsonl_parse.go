@@ -45,6 +45,8 @@ func parseLine(line []byte) (digest.Record, *fieldError) {
 			return stringField(raw, &c.Name, nil)
 		case "locale":
 			return stringField(raw, &c.Locale, validLocale)
+		case "unsubscribed_at":
+			return suppressionField(raw, &c.Suppressed)
 		case "activity":
 			return parseActivity(raw, &rec.Activity)
 		}
@@ -202,6 +204,21 @@ func timeField(raw json.RawMessage, dst *time.Time) error {
 		return fmt.Errorf("%q is not an RFC 3339 timestamp such as 2026-11-23T09:15:00Z", s)
 	}
 	*dst = t
+	return nil
+}
+
+// suppressionField reads unsubscribed_at: an RFC 3339 timestamp marks the
+// customer as unsubscribed; null is allowed here and means subscribed, the
+// same as an absent field.
+func suppressionField(raw json.RawMessage, dst *bool) error {
+	if isNull(raw) {
+		return nil
+	}
+	var t time.Time
+	if err := timeField(raw, &t); err != nil {
+		return err
+	}
+	*dst = true
 	return nil
 }
 

@@ -103,6 +103,8 @@ var badLines = []struct {
 	{"numeric customer_id", `{"customer_id":42,"email":"b@example.com"}`, "customer_id", "must be a string"},
 	{"not an email", `{"customer_id":"cust_b","email":"nobody"}`, "email", "not an email address"},
 	{"email with name", `{"customer_id":"cust_b","email":"Bob <b@example.com>"}`, "email", "not an email address"},
+	{"unsubscribed_at not a time", line("cust_b", goodActivity, `,"unsubscribed_at":"yesterday"`), "unsubscribed_at", "not an RFC 3339 timestamp"},
+	{"unsubscribed_at as bool", line("cust_b", goodActivity, `,"unsubscribed_at":true`), "unsubscribed_at", "must be a string"},
 	{"locale with underscore", `{"customer_id":"cust_b","email":"b@example.com","locale":"en_GB"}`, "locale", "not a BCP 47"},
 	{"duplicate customer", line("cust_a", goodActivity, ""), "customer_id", `duplicate customer "cust_a"`},
 	{"out of order", line("cust_0", goodActivity, ""), "customer_id", "must be sorted by customer_id"},
@@ -181,6 +183,27 @@ func collect(t *testing.T, f *File, s digest.Shard) []digest.Record {
 	return recs
 }
 
+// unsubscribed_at is optional: absent or null is subscribed, a timestamp
+// suppresses the customer.
+func TestSuppressionField(t *testing.T) {
+	t.Parallel()
+	f := writeSnapshot(t,
+		line("cust_a", goodActivity, ""),
+		line("cust_b", goodActivity, `,"unsubscribed_at":null`),
+		line("cust_c", goodActivity, `,"unsubscribed_at":"2026-11-20T08:00:00Z"`),
+	)
+	if err := f.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, r := range collect(t, f, digest.Shard{}) {
+		got = append(got, r.Customer.Suppressed)
+	}
+	if fmt.Sprint(got) != "[false false true]" {
+		t.Errorf("suppressed = %v, want [false false true]", got)
+	}
+}
+
 func TestLenientStreaming(t *testing.T) {
 	t.Parallel()
 	f := writeSnapshot(t,
@@ -246,7 +269,7 @@ func TestShardFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := collect(t, f, digest.Shard{})
-	if len(all) != 21 {
+	if len(all) != 22 {
 		t.Fatalf("example has %d customers", len(all))
 	}
 	seen := map[string]int{}

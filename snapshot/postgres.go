@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +17,10 @@ import (
 // digest_customers and digest_activity (tables, or views that operators
 // define over their own schema; see docs/design.md for the columns).
 //
+// digest_customers may have an optional unsubscribed_at column: a customer
+// with a non-NULL value is yielded as Suppressed (counted, never sent). A
+// relation without it reads as before.
+//
 // It streams customers in customer_id order, a page at a time (keyset
 // pagination, one round trip per page), each with the week's activity
 // recorded at or before the snapshot's as_of. Memory is bounded by one page
@@ -23,6 +28,26 @@ import (
 type Postgres struct {
 	pool     *pgxpool.Pool
 	pageSize int
+}
+
+// hasSuppressionSQL tells whether digest_customers (a table or a view, as
+// the search path resolves it) has the optional unsubscribed_at column.
+const hasSuppressionSQL = `
+SELECT EXISTS (
+    SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass('digest_customers') AND attname = 'unsubscribed_at' AND NOT attisdropped)`
+
+// pageQuery returns pageSQL for the relation as it is: with the optional
+// suppression column, or without it (the contract before it existed).
+func (s *Postgres) pageQuery(ctx context.Context) (string, error) {
+	var has bool
+	if err := s.pool.QueryRow(ctx, hasSuppressionSQL).Scan(&has); err != nil {
+		return "", err
+	}
+	if has {
+		return strings.Replace(pageSQL, "SUPPRESSED", "unsubscribed_at IS NOT NULL", 1), nil
+	}
+	return strings.Replace(pageSQL, "SUPPRESSED", "false", 1), nil
 }
 
 var _ digest.Source = (*Postgres)(nil)
@@ -43,16 +68,19 @@ func NewPostgres(pool *pgxpool.Pool, pageSize int) *Postgres {
 // The shard filter is the SQL twin of digest.ShardOf: the first 32 bits of
 // md5(customer_id), unsigned, modulo n. The LEFT JOIN keeps customers with
 // no activity (rows with a NULL occurred_at), which the caller may skip.
+//
+// SUPPRESSED is replaced by the suppression column: "unsubscribed_at IS NOT NULL" when
+// digest_customers has the optional unsubscribed_at column, else "false".
 const pageSQL = `
 WITH page AS (
-    SELECT customer_id, email, name, locale
+    SELECT customer_id, email, name, locale, SUPPRESSED AS suppressed
     FROM digest_customers
     WHERE customer_id > $1
       AND ($6::int <= 1 OR (('x' || substr(md5(customer_id), 1, 8))::bit(32)::bigint % $6::int) = $7::int)
     ORDER BY customer_id
     LIMIT $2
 )
-SELECT p.customer_id, p.email, p.name, p.locale,
+SELECT p.customer_id, p.email, p.name, p.locale, p.suppressed,
        a.occurred_at, a.recorded_at, a.kind, a.amount_minor, a.currency, a.description
 FROM page p
 LEFT JOIN digest_activity a
@@ -76,9 +104,14 @@ func (s *Postgres) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[
 			loc = time.UTC
 		}
 		from, to := q.Week.Start(loc), q.Week.End(loc)
+		query, err := s.pageQuery(ctx)
+		if err != nil {
+			yield(digest.Record{}, fmt.Errorf("postgres source: %w", err))
+			return
+		}
 		after := ""
 		for {
-			recs, last, err := s.page(ctx, after, from, to, q)
+			recs, last, err := s.page(ctx, query, after, from, to, q)
 			if err != nil {
 				yield(digest.Record{}, fmt.Errorf("postgres source: %w", err))
 				return
@@ -104,13 +137,14 @@ type pageRecord struct {
 type sourceRow struct {
 	id                          string
 	email, name, locale         *string
+	suppressed                  bool
 	occurred, recorded          *time.Time
 	kind, currency, description *string
 	amount                      *int64
 }
 
-func (s *Postgres) page(ctx context.Context, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, error) {
-	rows, err := s.pool.Query(ctx, pageSQL, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index)
+func (s *Postgres) page(ctx context.Context, query, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, error) {
+	rows, err := s.pool.Query(ctx, query, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index)
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,13 +152,13 @@ func (s *Postgres) page(ctx context.Context, after string, from, to time.Time, q
 	var out []pageRecord
 	var r sourceRow
 	for rows.Next() {
-		if err := rows.Scan(&r.id, &r.email, &r.name, &r.locale,
+		if err := rows.Scan(&r.id, &r.email, &r.name, &r.locale, &r.suppressed,
 			&r.occurred, &r.recorded, &r.kind, &r.amount, &r.currency, &r.description); err != nil {
 			return nil, "", err
 		}
 		if n := len(out); n == 0 || out[n-1].rec.Customer.ID != r.id {
 			out = append(out, pageRecord{rec: digest.Record{Customer: digest.Customer{
-				ID: r.id, Email: deref(r.email), Name: deref(r.name), Locale: deref(r.locale),
+				ID: r.id, Email: deref(r.email), Name: deref(r.name), Locale: deref(r.locale), Suppressed: r.suppressed,
 			}}})
 			if r.email == nil || *r.email == "" {
 				out[n].err = &digest.BadRecordError{Where: "digest_customers customer_id=" + r.id, Field: "email", Err: errors.New("is NULL or empty")}

@@ -173,3 +173,45 @@ func TestPostgresSourceRefusesUnpinnedSnapshot(t *testing.T) {
 	}
 	t.Fatal("no result")
 }
+
+// The suppression column is optional: without it (the contract before it
+// existed) every customer is read as subscribed; once added, a non-NULL
+// unsubscribed_at marks the customer suppressed.
+func TestPostgresSourceOptionalSuppression(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 12)
+	q := digest.SourceQuery{Week: pgWeek, Location: time.UTC, AsOf: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	suppressed := func() []string {
+		recs, bad := collect(t, snapshot.NewPostgres(pool, 5), q)
+		if len(bad) > 0 || len(recs) != 12 {
+			t.Fatalf("%d records, bad %v", len(recs), bad)
+		}
+		var ids []string
+		for _, r := range recs {
+			if r.Customer.Suppressed {
+				ids = append(ids, r.Customer.ID)
+			}
+		}
+		return ids
+	}
+	if got := suppressed(); len(got) != 0 {
+		t.Fatalf("without the column: suppressed %v", got)
+	}
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `ALTER TABLE digest_customers ADD COLUMN unsubscribed_at timestamptz`); err != nil {
+		t.Fatal(err)
+	}
+	if got := suppressed(); len(got) != 0 {
+		t.Fatalf("with the column all NULL: suppressed %v", got)
+	}
+	var ids []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(customer_id ORDER BY customer_id) FROM (SELECT customer_id FROM digest_customers ORDER BY customer_id DESC LIMIT 2) s`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE digest_customers SET unsubscribed_at = now() WHERE customer_id = ANY($1)`, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got := suppressed(); !slices.Equal(got, ids) {
+		t.Fatalf("suppressed %v, want %v", got, ids)
+	}
+}

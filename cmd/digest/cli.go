@@ -68,6 +68,7 @@ func commands() []command {
 		{"seed", "fill demo source tables, or write a demo snapshot file", cmdSeed},
 		{"week", "print the ISO week of a date and its bounds", cmdWeek},
 		{"key", "print the ledger key of one customer's digest", cmdKey},
+		{"unsubscribe-token", "make or --verify a one-click unsubscribe token", cmdUnsubscribeToken},
 		{"bench", "measure a seeded week end to end against a null SMTP server", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
@@ -107,7 +108,7 @@ Environment (each variable has a flag of the same name on the commands that use 
 func mainUsage(w io.Writer) {
 	var cmds strings.Builder
 	for _, c := range commands() {
-		fmt.Fprintf(&cmds, "  %-9s  %s\n", c.name, c.summary)
+		fmt.Fprintf(&cmds, "  %-17s  %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, mainHelp, cmds.String(), envHelp())
 }

@@ -8,6 +8,7 @@ import (
 )
 
 const keyHelp = `Usage: digest key --customer ID --week YYYY-Www [--type T] [--content-version V]
+       digest key --address EMAIL
 
 Prints the ledger key (KID:HEX) of one customer's digest: the HMAC of
 customer|week|type|version under the current key of the keyring. The ledger
@@ -16,9 +17,14 @@ receipt ("digest review show KEY"). With --all, prints the key under every
 key id of the keyring, current first (a receipt made before a rotation is
 stored under an older one).
 
+With --address, prints the key of an email address (KID:HEX, the HMAC of
+"address|" and the address in lower case): the address_key a permanent
+rejection is logged with, to match against your customers' addresses.
+
 Examples:
   digest key --customer customer_8421 --week 2026-W32
   DIGEST_HMAC_KEYS_FILE=/secrets/hmac-keys digest key --customer c_1 --week 2026-W48 --all
+  digest key --address zoe.mueller@example.com
 `
 
 func cmdKey(_ context.Context, env *Env, args []string) error {
@@ -27,12 +33,21 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 	customer := fs.String("customer", "", "customer id (required)")
 	week := fs.String("week", "", "ISO week YYYY-Www (required)")
 	all := fs.Bool("all", false, "print the key under every key id, current first")
+	address := fs.String("address", "", "print the key of this email address instead (the address_key of a permanent rejection)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	if *address != "" {
+		kr, err := loadKeyring(st, newLogger(env, st))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout, kr.AddressKey(*address))
+		return nil
 	}
 	if *customer == "" || *week == "" {
 		return usagef("--customer and --week are required")

@@ -62,6 +62,8 @@ const statusHelp = `Usage: digest status [--week YYYY-Www]
 Prints the receipts of a week by state, the age of the oldest claimed and
 oldest retryable receipt, and how often observed keys repeated (observe
 mode). Held and quarantined receipts need an operator: "digest review list".
+Then whether the week was pruned, and every pruned week (newest first): a
+run of a pruned week refuses unless given --resend-pruned-week.
 
 Examples:
   digest status                 # the week before now
@@ -70,12 +72,16 @@ Examples:
 
 func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", statusHelp)
-	st := register(fs, env, gLedger, gDigest, gLog)
+	st := register(fs, env, gLedger, gDigest, gLog, gRetention)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
 	w, err := weekOrPrevious(st, *week)
+	if err != nil {
+		return err
+	}
+	horizon, err := st.replayHorizon()
 	if err != nil {
 		return err
 	}
@@ -88,7 +94,11 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := store.Repeats(ctx, w, 90*24*time.Hour)
+	rep, err := store.Repeats(ctx, w, horizon)
+	if err != nil {
+		return err
+	}
+	stones, err := store.Tombstones(ctx, digest.ISOWeek{})
 	if err != nil {
 		return err
 	}
@@ -106,6 +116,44 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if rep.Observations > 0 {
 		fmt.Fprintf(tw, "observations\t%d of %d keys\n", rep.Observations, rep.Keys)
 		fmt.Fprintf(tw, "repeats under 5m / same day / later / beyond horizon\t%d / %d / %d / %d\n", rep.UnderFiveMin, rep.SameDay, rep.Later, rep.BeyondHorizon)
+	}
+	fmt.Fprintf(tw, "pruned\t%s\n", prunedLine(w, stones))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printPrunedWeeks(env, stones)
+}
+
+// statusPrunedWeeks bounds the list of pruned weeks status prints.
+const statusPrunedWeeks = 20
+
+// prunedLine says whether week was pruned.
+func prunedLine(week digest.ISOWeek, stones []digest.PruneTombstone) string {
+	for _, t := range stones {
+		if t.Pin.Week == week {
+			return "yes: a run refuses it unless given --resend-pruned-week"
+		}
+	}
+	return "no"
+}
+
+// printPrunedWeeks lists the pruned weeks, newest first.
+func printPrunedWeeks(env *Env, stones []digest.PruneTombstone) error {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	if len(stones) > 0 {
+		fmt.Fprintln(tw, "\nPRUNED WEEK\tTYPE\tVERSION\tRECEIPTS\tFIRST PRUNED\tLAST PRUNED")
+	}
+	for i, t := range stones {
+		if i == statusPrunedWeeks {
+			fmt.Fprintf(tw, "... %d more\t\n", len(stones)-i)
+			break
+		}
+		typ, version := t.Pin.Type, t.Pin.Version
+		if typ == "" {
+			typ, version = "(all)", "(all)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Pin.Week, typ, version, t.ReceiptsPruned,
+			t.FirstPrunedAt.Format(time.RFC3339), t.LastPrunedAt.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
@@ -134,22 +182,37 @@ func weekOrPrevious(st *settings, week string) (digest.ISOWeek, error) {
 
 const pruneHelp = `Usage: digest prune --older-than DURATION [--dry-run] [--include-held] [--include-quarantined]
 
-Deletes receipts (with their history) and observations older than the
-replay horizon: once a week can no longer be replayed, its receipts have
-done their job. Held and quarantined receipts are kept whatever their age
-unless named. Prints how many receipts went (or, with --dry-run, would go).
-DURATION takes Go units and days: 2160h, 90d.
+Deletes settled receipts (sent and failed, with their history) last
+updated more than DURATION ago, and observations recorded before then:
+once a week can no longer be replayed, its receipts have done their job.
+DURATION takes Go units and days (2160h, 90d) and may not be shorter than
+the replay horizon (DIGEST_REPLAY_HORIZON, default 90d, at least 14d):
+"--older-than 1h" is refused (exit 2).
+
+Never deleted, whatever their age: claimed receipts (a run holds them, or
+crashed holding them, perhaps mid-send), retryable ones (perhaps sent
+already), and every receipt of a week whose run started within DURATION
+(a backfill under way). Held and quarantined receipts are kept unless
+named.
+
+A prune leaves a tombstone for each week it took receipts from (per
+type and content version pinned for the week; "digest status" lists them):
+those receipts were the only record that their digests went out, so a
+later "digest run" of the week refuses (exit 2) unless given
+--resend-pruned-week. A dry run only counts: it deletes nothing and leaves
+no tombstone. Prints how many receipts went (or would go), by week.
 
 Examples:
   digest prune --older-than 90d --dry-run
   digest prune --older-than 90d
+  digest prune --older-than 30d --replay-horizon 30d
 `
 
 func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "prune", pruneHelp)
-	st := register(fs, env, gLedger, gLog, gPush)
-	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h (required)")
-	dry := fs.Bool("dry-run", false, "count, delete nothing")
+	st := register(fs, env, gLedger, gLog, gPush, gRetention)
+	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h; at least the replay horizon (required)")
+	dry := fs.Bool("dry-run", false, "count, delete nothing, leave no tombstone")
 	held := fs.Bool("include-held", false, "also delete held receipts")
 	quar := fs.Bool("include-quarantined", false, "also delete quarantined receipts")
 	if err := noArgs(fs, args); err != nil {
@@ -159,13 +222,21 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	horizon, err := st.replayHorizon()
+	if err != nil {
+		return err
+	}
+	if d < horizon {
+		return usagef("--older-than %s is shorter than the replay horizon %s (DIGEST_REPLAY_HORIZON): "+
+			"a week that young may still be run again, and its receipts are what stop a resend; nothing deleted", *olderThan, days(horizon))
+	}
 	log := newLogger(env, st)
 	store, err := openLedger(ctx, st, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	n, err := store.Prune(ctx, ledger.PruneRequest{Before: time.Now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	res, err := store.Prune(ctx, ledger.PruneRequest{Before: time.Now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -173,24 +244,25 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if *dry {
 		verb = "would prune"
 	}
-	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, n, *olderThan)
+	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, res.Receipts, *olderThan)
+	for _, w := range res.Weeks {
+		fmt.Fprintf(env.Stdout, "  %s  %d receipts\n", w.Week, w.Receipts)
+	}
+	if !*dry && len(res.Weeks) > 0 {
+		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")
+	}
 	if !*dry {
-		recordPrune(ctx, st, log, n)
+		recordPrune(ctx, st, log, res.Receipts)
 	}
 	return nil
 }
 
-// parseAge reads a Go duration or a whole number of days ("90d").
+// parseAge reads --older-than: a Go duration or a whole number of days.
 func parseAge(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, usagef("--older-than is required, e.g. --older-than 90d")
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err == nil && n > 0 && n < 100000 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+	if d, ok := parseDays(s); ok {
 		return d, nil
 	}
 	return 0, usagef("--older-than %q: want a positive duration such as 90d or 2160h", s)

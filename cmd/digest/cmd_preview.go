@@ -101,6 +101,7 @@ type weekView struct {
 	spec     digest.Spec
 	asOf     time.Time
 	keys     *digest.Keyring
+	unsub    func(customerID string) string // nil: DIGEST_UNSUBSCRIBE_URL unset
 	source   digest.Source
 	renderer *digest.Renderer
 	close    func()
@@ -124,13 +125,17 @@ func openWeekView(ctx context.Context, st *settings, week, snap string, log *slo
 	if err != nil {
 		return nil, err
 	}
+	unsub, err := loadUnsubscribe(st, keys)
+	if err != nil {
+		return nil, err
+	}
 	renderer, err := digest.NewRenderer()
 	if err != nil {
 		return nil, err
 	}
 	wv := &weekView{
 		spec: digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
-		asOf: time.Now(), keys: keys, renderer: renderer, close: func() {},
+		asOf: time.Now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
 	var store ledger.Store
 	if st.str("DIGEST_DATABASE_URL") != "" || fileExists(st.str("DIGEST_LEDGER_PATH")) {
@@ -199,6 +204,9 @@ func (wv *weekView) each(ctx context.Context, fn func(*digest.Digest, *digest.Me
 		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity))
 		if err != nil {
 			return err
+		}
+		if wv.unsub != nil {
+			msg.Unsubscribe = wv.unsub(d.Customer.ID)
 		}
 		if !fn(&d, msg) {
 			return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -47,13 +48,18 @@ Examples:
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
-Exit codes: 0 all sent or settled, 1 failure, 2 usage, 3 incomplete (retry
-later), 4 rows need review ("digest review list").
+A week whose receipts "digest prune" deleted is refused (exit 2, nothing
+claimed): without its receipts the run cannot tell what was sent. Only
+--resend-pruned-week runs it, and then every digest whose receipt was
+pruned is sent a second time.
+
+Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week),
+3 incomplete (retry later), 4 rows need review ("digest review list").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "run", runHelp)
-	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush)
+	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush, gRetention)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
@@ -67,6 +73,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")
+	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -82,6 +89,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
+	if cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {
+		return err
+	}
+	cfg.ResendPrunedWeek = *resendPruned
 	cfg.AllowEmpty = *allowEmpty
 	if *lookupDelay <= 0 {
 		return usagef("--lookup-delay %s: want a positive duration", *lookupDelay)
@@ -109,6 +120,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	unsubscribeURI, err := loadUnsubscribe(st, keyring)
+	if err != nil {
+		return err
+	}
 	renderer, err := digest.NewRenderer()
 	if err != nil {
 		return err
@@ -126,6 +141,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	defer closeSource()
 
 	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	r.Unsubscribe = unsubscribeURI
 	var checks []checkResult
 	var checkErr error
 	if cfg.Mode == digest.ModeEnforce {
@@ -245,7 +261,10 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 // outranks a review, which outranks an incomplete run: the next scheduled
 // run finishes an incomplete week by itself, a review needs a person.
 func runExit(sum digest.Summary, err error) error {
+	var pruned *digest.PrunedWeekError
 	switch {
+	case errors.As(err, &pruned):
+		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
 	case err != nil && isUsage(err):
 		return usagef("%v", err)
 	case err != nil:
@@ -296,6 +315,6 @@ func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summar
 	}
 	log.Info(msg, attrs...)
 	if isTerminal(env.Stdout) {
-		printSummary(env, cfg, sum, msg, checks)
+		printSummary(env, cfg, sum, msg, checks...)
 	}
 }

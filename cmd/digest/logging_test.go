@@ -42,7 +42,7 @@ func TestSummaryTableNamesLikeTheLog(t *testing.T) {
 		{Observed: 3, Repeats: [4]int{1}},
 	} {
 		var out bytes.Buffer
-		printSummary(&Env{Stdout: &out}, cfg, s, "done", []checkResult{{"smtp", "ok"}})
+		printSummary(&Env{Stdout: &out}, cfg, s, "done", checkResult{"smtp", "ok"})
 		for _, want := range []string{"repeat_under_5m", "repeat_beyond_horizon", "smtp check"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, out.String())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -188,6 +189,7 @@ func TestRunAndPrunePushMetrics(t *testing.T) {
 	checkSamples(t, pg, week48, []wantSample{
 		{"digest_digests_total", []string{"outcome", "sent"}, 20},
 		{"digest_digests_total", []string{"outcome", "skipped"}, 1},
+		{"digest_digests_total", []string{"outcome", "suppressed"}, 1}, // cust_0022 unsubscribed
 		{"digest_digests_total", []string{"outcome", "duplicate"}, 0},
 		{"digest_digests_total", []string{"outcome", "quarantined"}, 0},
 		{"digest_lookups_total", []string{"result", "found"}, 0},
@@ -237,15 +239,32 @@ func TestRunAndPrunePushMetrics(t *testing.T) {
 	})
 
 	// Prune pushes to its own group; held and quarantined receipts stay.
-	if code := Main(ctx, []string{"prune", "--older-than", "1ns"}, env); code != ExitOK {
+	ageLedger(t, env.Getenv("DIGEST_LEDGER_PATH"), 100*24*time.Hour)
+	if code := Main(ctx, []string{"prune", "--older-than", "90d"}, env); code != ExitOK {
 		t.Fatalf("prune exit %d; stderr:\n%s", code, stderr)
 	}
 	checkSamples(t, pg, "job=digest,command=prune", []wantSample{{"digest_receipts_pruned_total", nil, 19}})
 	if _, ok := pg.value("job=digest,command=prune", "digest_last_prune_timestamp_seconds"); !ok {
 		t.Error("prune pushed no digest_last_prune_timestamp_seconds")
 	}
-	if code := Main(ctx, []string{"prune", "--older-than", "1ns", "--dry-run"}, env); code != ExitOK || pg.pushCount() != 4 {
+	if code := Main(ctx, []string{"prune", "--older-than", "90d", "--dry-run"}, env); code != ExitOK || pg.pushCount() != 4 {
 		t.Errorf("dry-run prune: exit %d, %d pushes in all; want 0 and no push (4: three runs, one prune)", code, pg.pushCount())
+	}
+}
+
+// ageLedger moves the SQLite ledger at path back by d: its receipts' last
+// updates and its weeks' last runs, as if d had passed.
+func ageLedger(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`UPDATE receipts SET updated_at = updated_at - ?`, `UPDATE week_runs SET last_started_at = last_started_at - ?`} {
+		if _, err := db.Exec(q, d.Microseconds()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -27,6 +27,9 @@ const (
 	gLog    = "log"
 	gPush   = "push"  // run and prune push their metrics
 	gServe  = "serve" // schedule serves its metrics
+	// gRetention: run (duplicate ages), status (repeats) and prune (its
+	// floor) read the replay horizon.
+	gRetention = "retention"
 )
 
 var settingsTable = []setting{
@@ -41,11 +44,15 @@ var settingsTable = []setting{
 	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys},
 	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)", gKeys},
 	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests", gSend},
-	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "List-Unsubscribe header value, e.g. <https://example.com/unsubscribe>", gSend},
+	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>", gSend},
+	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE", gSend},
+	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only)", gKeys},
+	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format", gKeys},
 	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process", gSend},
 	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once", gSend},
 	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend},
 	{"DIGEST_LEASE", "lease", "10m", "how long a claim is exclusive; a crashed run's claims are taken over after it", gSend},
+	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention},
 	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest},
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest},
 	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest},
@@ -65,7 +72,7 @@ func envHelp() string {
 		if s.def != "" {
 			def = " (default " + s.def + ")"
 		}
-		fmt.Fprintf(&b, "  %-27s %-22s %s%s\n", s.env, f, s.help, def)
+		fmt.Fprintf(&b, "  %-28s %-23s %s%s\n", s.env, f, s.help, def)
 	}
 	return b.String()
 }
@@ -165,4 +172,40 @@ func (s *settings) location() (*time.Location, error) {
 		return nil, usagef("DIGEST_TZ=%q: not a time zone; want an IANA name such as Europe/Berlin or UTC", v)
 	}
 	return loc, nil
+}
+
+// minReplayHorizon is the least DIGEST_REPLAY_HORIZON: two weeks, so that
+// a week's receipts outlive its scheduled run, that run's retries and a
+// backfill the week after, whatever prune is told.
+const minReplayHorizon = 14 * 24 * time.Hour
+
+// replayHorizon reads DIGEST_REPLAY_HORIZON (Go units or whole days).
+func (s *settings) replayHorizon() (time.Duration, error) {
+	v := s.str("DIGEST_REPLAY_HORIZON")
+	d, ok := parseDays(v)
+	if !ok {
+		return 0, usagef("DIGEST_REPLAY_HORIZON=%q: want a duration such as 90d or 2160h", v)
+	}
+	if d < minReplayHorizon {
+		return 0, usagef("DIGEST_REPLAY_HORIZON=%q: at least 14d (a week must stay replayable past its retries and backfills)", v)
+	}
+	return d, nil
+}
+
+// parseDays reads a positive Go duration or a whole number of days ("90d").
+func parseDays(s string) (time.Duration, bool) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		return time.Duration(n) * 24 * time.Hour, err == nil && n > 0 && n < 100000
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
+}
+
+// days prints d in whole days when it is some, else as Go does.
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }

@@ -32,6 +32,9 @@ type badInput struct {
 // Configuration and command-line mistakes: each is refused before the
 // ledger is touched (exit 2) or, for an unreachable database, before
 // anything is claimed (exit 1). One world for all: none may send.
+// unsubKeys is an unsubscribe keyring of its own (not e2etest.TestKeyring).
+const unsubKeys = "u1:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+
 func TestBadInputConfiguration(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -80,6 +83,12 @@ func TestBadInputConfiguration(t *testing.T) {
 		{"look-up URL scheme", []string{"DIGEST_LOOKUP_URL=ftp://mail.example.com"}, week, 2, "DIGEST_LOOKUP_URL:"},
 		{"Postmark look-up without token", []string{"DIGEST_LOOKUP_URL=postmark+https://api.postmarkapp.com"}, week, 2, "needs a server token"},
 		{"From not an address", []string{"DIGEST_FROM=digest at bank"}, week, 2, `DIGEST_FROM="digest at bank"`},
+		{"unsubscribe URL not https", []string{"DIGEST_UNSUBSCRIBE_URL=http://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "not an https://host/... or mailto: URL"},
+		{"unsubscribe URL without {token}", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/unsubscribe", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "has no {token}"},
+		{"unsubscribe URL with CRLF", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}\r\nBcc: x@evil.test", "DIGEST_UNSUBSCRIBE_KEYS=" + unsubKeys}, week, 2, "control or non-ASCII character"},
+		{"unsubscribe URL without keyring", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}"}, week, 2, "no unsubscribe keyring"},
+		{"unsubscribe keyring not base64", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=u1:%%%"}, week, 2, "DIGEST_UNSUBSCRIBE_KEYS:"},
+		{"unsubscribe keyring is the HMAC keyring", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=" + e2etest.TestKeyring}, week, 2, "shares a secret with the HMAC keyring"},
 		{"database unreachable", []string{"DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"}, week, 1, "digest run: "},
 		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 1, "digest run: "},
 		{"snapshot file missing", nil, []string{"run", "--week", "2026-W48", "--snapshot", filepath.Join(dir, "nope.jsonl")}, 2, "--snapshot:"},

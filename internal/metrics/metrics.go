@@ -25,7 +25,7 @@ const Namespace = "digest"
 
 // Outcomes are the values of the outcome label of digest_digests_total, in
 // the order of digest.Summary's counters.
-var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid"}
+var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid", "suppressed"}
 
 // LookupResults are the values of the result label of digest_lookups_total.
 var LookupResults = []string{"found", "not_found", "error"}
@@ -139,7 +139,7 @@ func (r *Registry) Handler() http.Handler {
 // ObserveRun adds a finished run to the counters and sets the gauges.
 func (r *Registry) ObserveRun(run Run) {
 	s := run.Summary
-	for i, n := range []int{s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid} {
+	for i, n := range []int{s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid, s.Suppressed} {
 		r.digests.WithLabelValues(Outcomes[i]).Add(float64(n))
 	}
 	for i, n := range []int{s.LookupsFound, s.LookupsNotFound, s.LookupErrors} {

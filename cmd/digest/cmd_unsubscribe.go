@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/unsubscribe"
+)
+
+const unsubscribeHelp = `Usage: digest unsubscribe-token CUSTOMER_ID
+       digest unsubscribe-token --verify TOKEN
+
+Makes the one-click unsubscribe token of a customer (and, with
+DIGEST_UNSUBSCRIBE_URL set, the URL a digest carries in List-Unsubscribe),
+or checks a token and prints the customer id it names. The token is the
+customer id encrypted and authenticated (AES-256-GCM with a nonce derived
+from the id) under DIGEST_UNSUBSCRIBE_KEYS, a keyring of its own in the
+HMAC keyring's format: the URL never shows the customer id, a changed
+token is refused, and tokens made under an older key verify while that
+key is still in the ring. The web endpoint behind the URL does the same
+with the Go package github.com/weeklydigest/digest/unsubscribe.
+
+Exit codes: 0 made, or valid (the customer id on stdout); 1 the token is
+not valid; 2 usage or configuration error.
+
+Examples:
+  DIGEST_UNSUBSCRIBE_KEYS_FILE=/secrets/unsubscribe-keys digest unsubscribe-token cust_0001
+  DIGEST_UNSUBSCRIBE_KEYS_FILE=/secrets/unsubscribe-keys digest unsubscribe-token --verify u1~3q2-...
+`
+
+func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "unsubscribe-token", unsubscribeHelp)
+	st := register(fs, env, gKeys, gSend, gLog)
+	verify := fs.String("verify", "", "check TOKEN and print the customer id it names")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if (*verify == "") == (len(pos) != 1) || len(pos) > 1 {
+		return usagef("want one CUSTOMER_ID, or --verify TOKEN")
+	}
+	ring, err := loadUnsubscribeKeys(st)
+	if err != nil {
+		return err
+	}
+	if ring == nil {
+		return usagef("no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS) to kid:base64secret; make a secret with: head -c 32 /dev/urandom | base64")
+	}
+	kr, err := unsubscribe.NewKeyring(ring)
+	if err != nil {
+		return err
+	}
+	if *verify != "" {
+		id, err := kr.Verify(*verify)
+		if err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+		fmt.Fprintln(env.Stdout, id)
+		return nil
+	}
+	if pos[0] == "" || len(pos[0]) > digest.MaxFieldLen {
+		return usagef("CUSTOMER_ID: want 1 to %d bytes", digest.MaxFieldLen)
+	}
+	tok := kr.Token(pos[0])
+	fmt.Fprintln(env.Stdout, tok)
+	if raw := st.str("DIGEST_UNSUBSCRIBE_URL"); raw != "" {
+		tpl, err := unsubscribe.ParseTemplate(raw)
+		if err != nil {
+			return usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
+		}
+		fmt.Fprintln(env.Stdout, tpl.Expand(tok))
+	}
+	return nil
+}
+
+// loadUnsubscribeKeys reads DIGEST_UNSUBSCRIBE_KEYS or _FILE; nil when
+// neither is set.
+func loadUnsubscribeKeys(st *settings) (*digest.Keyring, error) {
+	inline, file := st.str("DIGEST_UNSUBSCRIBE_KEYS"), st.str("DIGEST_UNSUBSCRIBE_KEYS_FILE")
+	switch {
+	case inline != "" && file != "":
+		return nil, usagef("set DIGEST_UNSUBSCRIBE_KEYS or DIGEST_UNSUBSCRIBE_KEYS_FILE, not both")
+	case inline != "":
+		kr, err := digest.ParseKeyring(inline)
+		if err != nil {
+			return nil, usagef("DIGEST_UNSUBSCRIBE_KEYS: %v", err)
+		}
+		return kr, nil
+	case file != "":
+		kr, err := digest.ReadKeyringFile(file)
+		if err != nil {
+			return nil, usagef("DIGEST_UNSUBSCRIBE_KEYS_FILE: %v", err)
+		}
+		return kr, nil
+	}
+	return nil, nil
+}
+
+// loadUnsubscribe returns the per-recipient unsubscribe URI of a customer,
+// or nil when DIGEST_UNSUBSCRIBE_URL is unset. A bad template, a missing
+// keyring, or a keyring sharing a secret with the ledger's is a usage error.
+func loadUnsubscribe(st *settings, ledgerKeys *digest.Keyring) (func(customerID string) string, error) {
+	raw := st.str("DIGEST_UNSUBSCRIBE_URL")
+	if raw == "" {
+		return nil, nil
+	}
+	tpl, err := unsubscribe.ParseTemplate(raw)
+	if err != nil {
+		return nil, usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
+	}
+	ring, err := loadUnsubscribeKeys(st)
+	if err != nil {
+		return nil, err
+	}
+	if ring == nil {
+		return nil, usagef("DIGEST_UNSUBSCRIBE_URL is set but no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS)")
+	}
+	if sharesSecret(ring, ledgerKeys) {
+		return nil, usagef("the unsubscribe keyring shares a secret with the HMAC keyring: give it its own (head -c 32 /dev/urandom | base64)")
+	}
+	kr, err := unsubscribe.NewKeyring(ring)
+	if err != nil {
+		return nil, err
+	}
+	return func(customerID string) string { return tpl.Expand(kr.Token(customerID)) }, nil
+}
+
+// sharesSecret compares values derived from both keyrings, never secrets.
+func sharesSecret(a, b *digest.Keyring) bool {
+	const probe = "digest: shared-secret check"
+	for _, x := range a.Derive(probe) {
+		for _, y := range b.Derive(probe) {
+			if string(x.Key) == string(y.Key) {
+				return true
+			}
+		}
+	}
+	return false
+}

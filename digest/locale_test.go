@@ -1,0 +1,108 @@
+package digest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/text/language"
+)
+
+// The examples of issue 15, exact: CLDR 46 writes fr with U+202F between
+// thousands and U+00A0 before a trailing symbol, de and es with U+00A0.
+func TestFormatMoneyCLDR(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		locale string
+		minor  int64
+		code   string
+		want   string
+	}{
+		{"de-DE", 123450, "EUR", "1.234,50\u00a0€"},
+		{"fr-FR", 123450, "EUR", "1\u202f234,50\u00a0€"},
+		{"en-IE", 123450, "EUR", "€1,234.50"},
+		{"ja-JP", 1235, "JPY", "￥1,235"},
+		{"de-AT", -450, "EUR", "-4,50\u00a0€"},
+		{"es-ES", 123450, "EUR", "1234,50\u00a0€"}, // es: minimumGroupingDigits 2
+		{"es-ES", 1234500, "EUR", "12.345,00\u00a0€"},
+		{"en-US", -123456789, "USD", "-$1,234,567.89"},
+		{"en-GB", 1234, "BHD", "BHD\u00a01.234"},
+		{"ar-BH", -12345, "BHD", "\u061c-١٢٫٣٤٥\u00a0د.ب.\u200f"},
+		{"pl-PL", 4599, "PLN", "PLN\u00a045.99"}, // not shipped: English
+		{"", 100, "EUR", "€1.00"},
+	} {
+		got, err := FormatMoney(MatchLanguage(tt.locale), tt.minor, tt.code)
+		if err != nil || got != tt.want {
+			t.Errorf("FormatMoney(%s, %d, %s) = %q, %v; want %q", tt.locale, tt.minor, tt.code, got, err, tt.want)
+		}
+	}
+}
+
+func TestMatchLanguage(t *testing.T) {
+	t.Parallel()
+	for locale, want := range map[string]language.Tag{
+		"": language.English, "not a tag!": language.English, "de-AT": language.German, "de-CH": language.German,
+		"fr-CH": language.French, "es-MX": language.Spanish, "ja-JP": language.Japanese, "ar-KW": language.Arabic,
+		"en-IE": language.English, "pt-BR": language.English, "pl-PL": language.English, "zh-CN": language.English,
+	} {
+		if got := MatchLanguage(locale); got != want {
+			t.Errorf("MatchLanguage(%q) = %v, want %v", locale, got, want)
+		}
+	}
+}
+
+// Every shipped language translates every message English has.
+func TestCatalogComplete(t *testing.T) {
+	t.Parallel()
+	for _, lang := range Languages {
+		have := map[string]bool{}
+		for _, tr := range translations[lang] {
+			have[tr.id] = true
+		}
+		for _, tr := range translations[language.English] {
+			if !have[tr.id] {
+				t.Errorf("%v lacks message %q", lang, tr.id)
+			}
+		}
+	}
+}
+
+func TestWeekRangeLocalised(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		lang language.Tag
+		week string
+		want string
+	}{
+		{language.German, "2026-W48", "23.–29. Nov. 2026"},
+		{language.German, "2026-W49", "30. Nov. – 6. Dez. 2026"},
+		{language.French, "2026-W53", "28 déc. 2026 – 3 janv. 2027"},
+		{language.Japanese, "2026-W48", "2026年11月23日～29日"},
+		{language.Japanese, "2026-W49", "2026年11月30日～12月6日"},
+		{language.Arabic, "2026-W48", "٢٣–٢٩ نوفمبر ٢٠٢٦"},
+		{language.English, "2026-W53", "28 Dec 2026 – 3 Jan 2027"},
+	} {
+		w, err := ParseISOWeek(tt.week)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := formatFor(tt.lang).weekRange(w.Start(time.UTC), w.End(time.UTC)); got != tt.want {
+			t.Errorf("%v %s = %q, want %q", tt.lang, tt.week, got, tt.want)
+		}
+	}
+}
+
+// A right-to-left digest says so on the HTML, and is escaped like any other.
+func TestRenderArabicRTL(t *testing.T) {
+	t.Parallel()
+	c := Customer{ID: "c1", Email: "a@example.com", Name: "<b>حسن</b>", Locale: "ar-KW"}
+	_, out := renderDigest(t, c, time.UTC, row("2026-11-24T03:00:00Z", "card_payment", -1280, "KWD", "x"))
+	for _, want := range []string{`<html lang="ar" dir="rtl">`, "&lt;b&gt;حسن&lt;/b&gt;", "دفع بالبطاقة"} {
+		if !strings.Contains(out.HTML, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if strings.Contains(out.HTML, "<b>حسن") {
+		t.Error("name not escaped")
+	}
+}

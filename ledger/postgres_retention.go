@@ -1,0 +1,142 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// pgPrunable selects the receipts a prune removes: $1 the cutoff, $2 the
+// prunable states. A week run since the cutoff keeps all its receipts.
+const pgPrunable = `updated_at < $1 AND state = ANY($2)
+    AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= $1)`
+
+// Prune removes settled receipts, their events and old observations in one
+// transaction, and leaves a tombstone for every pin of each week it took
+// receipts from. It holds a SHARE lock on week_runs throughout, so a run
+// starting meanwhile (StartWeek) waits and then sees the tombstone.
+func (s *Postgres) Prune(ctx context.Context, p PruneRequest) (PruneResult, error) {
+	if err := p.validate(); err != nil {
+		return PruneResult{}, err
+	}
+	var res PruneResult
+	if p.DryRun {
+		rows, err := s.pool.Query(ctx, `SELECT iso_week, count(*) FROM receipts WHERE `+pgPrunable+`
+GROUP BY iso_week ORDER BY iso_week`, p.Before, p.prunableStates())
+		if err == nil {
+			err = collectWeeks(rows, &res)
+		}
+		if err != nil {
+			return PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
+		}
+		return res, nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = PruneResult{}
+		if _, err := tx.Exec(ctx, `LOCK TABLE week_runs IN SHARE MODE`); err != nil {
+			return err
+		}
+		// Data-modifying CTEs see one snapshot: the tombstones count
+		// exactly the receipts this statement deleted.
+		rows, err := tx.Query(ctx, `
+WITH gone AS (DELETE FROM receipts WHERE `+pgPrunable+` RETURNING key, iso_week),
+events AS (DELETE FROM receipt_events e USING gone WHERE e.key = gone.key),
+weeks AS (SELECT iso_week, count(*) AS n FROM gone GROUP BY iso_week),
+stones AS (
+    INSERT INTO prune_tombstones (digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at)
+    SELECT coalesce(p.digest_type, ''), w.iso_week, coalesce(p.version, ''), w.n, $3, $3
+    FROM weeks w LEFT JOIN snapshot_pins p ON p.iso_week = w.iso_week
+    ON CONFLICT (iso_week, digest_type, version) DO UPDATE
+    SET receipts_pruned = prune_tombstones.receipts_pruned + excluded.receipts_pruned,
+        last_pruned_at = excluded.last_pruned_at
+)
+SELECT iso_week, n FROM weeks ORDER BY iso_week`, p.Before, p.prunableStates(), s.nowUTC())
+		if err != nil {
+			return err
+		}
+		if err := collectWeeks(rows, &res); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM observations WHERE at < $1`, p.Before)
+		return err
+	})
+	if err != nil {
+		return PruneResult{}, fmt.Errorf("prune: %w", err)
+	}
+	return res, nil
+}
+
+func collectWeeks(rows pgx.Rows, res *PruneResult) error {
+	var (
+		week string
+		n    int64
+	)
+	_, err := pgx.ForEachRow(rows, []any{&week, &n}, func() error {
+		res.add(week, n)
+		return nil
+	})
+	return err
+}
+
+// StartWeek records the start of a run of pin and returns the week's
+// tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
+// for a prune under way; the read after it is a new statement and sees
+// what that prune wrote.
+func (s *Postgres) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
+	var stone *digest.PruneTombstone
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO week_runs (digest_type, iso_week, version, last_started_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (iso_week, digest_type, version) DO UPDATE
+SET last_started_at = greatest(week_runs.last_started_at, excluded.last_started_at)`,
+			pin.Type, pin.Week.String(), pin.Version, at.UTC().Truncate(time.Microsecond))
+		if err != nil {
+			return err
+		}
+		// The pin's own tombstone first, then one left for a week with no pin.
+		t, err := scanPgTombstone(tx.QueryRow(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
+WHERE iso_week = $1 AND ((digest_type = $2 AND version = $3) OR (digest_type = '' AND version = ''))
+ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		stone = &t
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start week %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	return stone, nil
+}
+
+// Tombstones returns the tombstones of week (zero: all), newest week first.
+func (s *Postgres) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
+WHERE $1 = '' OR iso_week = $1 ORDER BY iso_week DESC, digest_type, version`, weekOrAll(week))
+	if err != nil {
+		return nil, fmt.Errorf("tombstones: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (digest.PruneTombstone, error) { return scanPgTombstone(row) })
+	if err != nil {
+		return nil, fmt.Errorf("tombstones: %w", err)
+	}
+	return list, nil
+}
+
+func scanPgTombstone(row pgx.Row) (digest.PruneTombstone, error) {
+	var (
+		t           digest.PruneTombstone
+		week        string
+		first, last time.Time
+	)
+	if err := row.Scan(&t.Pin.Type, &week, &t.Pin.Version, &t.ReceiptsPruned, &first, &last); err != nil {
+		return t, err
+	}
+	t.FirstPrunedAt, t.LastPrunedAt = first.UTC(), last.UTC()
+	return t, parseTombstoneWeek(&t, week)
+}

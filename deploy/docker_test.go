@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -326,11 +327,40 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 			goVersion = strings.Join(strings.SplitN(v, ".", 3)[:2], ".")
 		}
 	}
-	if from := d.find(0, "FROM")[0].args; !strings.HasPrefix(from, "golang:"+goVersion+" ") {
-		t.Errorf("build stage FROM %s: want golang:%s (go.mod)", from, goVersion)
+	// Both base images by tag and digest: the tag for the reader, the
+	// digest for what is pulled.
+	pinned := regexp.MustCompile(`^(\S+:\S+)@(sha256:[0-9a-f]{64})(?: AS \w+)?$`)
+	build := pinned.FindStringSubmatch(d.find(0, "FROM")[0].args)
+	if build == nil || build[1] != "golang:"+goVersion {
+		t.Errorf("build stage FROM %s: want golang:%s (go.mod) pinned by @sha256 digest", d.find(0, "FROM")[0].args, goVersion)
 	}
-	if from := d.find(-1, "FROM")[0].args; from != "gcr.io/distroless/static-debian12:nonroot" {
-		t.Errorf("runtime FROM %s: want distroless static, nonroot", from)
+	runtime := pinned.FindStringSubmatch(d.find(-1, "FROM")[0].args)
+	if runtime == nil || runtime[1] != "gcr.io/distroless/static-debian12:nonroot" {
+		t.Fatalf("runtime FROM %s: want distroless static, nonroot, pinned by @sha256 digest", d.find(-1, "FROM")[0].args)
+	}
+	// OCI labels: what the image is, where it comes from, which version,
+	// and the base it was built on (the FROM line's own digest).
+	labels := map[string]string{}
+	for _, in := range d.find(-1, "LABEL") {
+		for _, m := range regexp.MustCompile(`([a-z0-9.]+)="([^"]*)"`).FindAllStringSubmatch(in.args, -1) {
+			labels[m[1]] = m[2]
+		}
+	}
+	for k, want := range map[string]string{
+		"org.opencontainers.image.title":       "digest",
+		"org.opencontainers.image.version":     "${VERSION}",
+		"org.opencontainers.image.base.name":   runtime[1],
+		"org.opencontainers.image.base.digest": runtime[2],
+	} {
+		if labels[k] != want {
+			t.Errorf("runtime LABEL %s=%q; want %q", k, labels[k], want)
+		}
+	}
+	if !strings.HasPrefix(labels["org.opencontainers.image.source"], "https://") {
+		t.Errorf("runtime LABEL org.opencontainers.image.source=%q; want the repository's URL", labels["org.opencontainers.image.source"])
+	}
+	if args := d.find(-1, "ARG"); len(args) != 1 || !strings.HasPrefix(args[0].args, "VERSION") {
+		t.Errorf("runtime ARG %v: the version label needs ARG VERSION in the runtime stage", args)
 	}
 	users := d.find(-1, "USER")
 	if len(users) != 1 || strings.HasPrefix(users[0].args, "0") || strings.HasPrefix(users[0].args, "root") {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +22,10 @@ import (
 
 const (
 	manifestDir = "kubernetes"
-	// weekPlaceholder is the one parameter of the backfill and sharded Job
-	// templates.
-	weekPlaceholder = "__WEEK__"
+	// weekPlaceholder and imagePlaceholder are the parameters of the
+	// backfill and sharded Job templates (kubectl create, not kustomize).
+	weekPlaceholder  = "__WEEK__"
+	imagePlaceholder = "__IMAGE__"
 	// pushTimeout is what a run may spend on its metrics after SIGTERM
 	// (cmd/digest's pushTimeout).
 	pushTimeout = 10 * time.Second
@@ -51,6 +55,7 @@ func loadManifests(t *testing.T) *manifests {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests in %s: %v", manifestDir, err)
 	}
+	k := loadKustomization(t)
 	m := &manifests{cronJobs: map[string]*batchv1.CronJob{}, jobs: map[string]*batchv1.Job{},
 		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{}}
 	for _, f := range files {
@@ -63,6 +68,7 @@ func loadManifests(t *testing.T) *manifests {
 			t.Fatal(err)
 		}
 		b = bytes.ReplaceAll(b, []byte(weekPlaceholder), []byte("2026-W40"))
+		b = bytes.ReplaceAll(b, []byte(imagePlaceholder), []byte(k.image()))
 		docs := bytes.Split(b, []byte("\n---"))
 		if len(docs) != 1 {
 			t.Errorf("%s: %d documents; want one object per file", name, len(docs))
@@ -95,7 +101,91 @@ func loadManifests(t *testing.T) *manifests {
 			t.Fatalf("%s: strict decoding: %v", name, err)
 		}
 	}
+	// What "kubectl apply -k" applies: the images: entry sets the tag.
+	for n, p := range m.podTemplates() {
+		if slices.Contains(k.Resources, n) {
+			for i, c := range p.Spec.Containers {
+				p.Spec.Containers[i].Image = k.transform(c.Image)
+			}
+		}
+	}
 	return m
+}
+
+// kustomization is what kustomization.yaml holds, decoded strictly: a
+// misspelt field fails.
+type kustomization struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Labels     []struct {
+		Pairs            map[string]string `json:"pairs"`
+		IncludeSelectors bool              `json:"includeSelectors"`
+	} `json:"labels"`
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+		Digest  string `json:"digest,omitempty"`
+	} `json:"images"`
+}
+
+func loadKustomization(t *testing.T) *kustomization {
+	t.Helper()
+	var k kustomization
+	decodeFile(t, filepath.Join(manifestDir, "kustomization.yaml"), &k)
+	return &k
+}
+
+// decodeFile decodes the YAML file p strictly into out, or fails the test.
+func decodeFile(t *testing.T, p string, out any) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeStrict(b, out); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return b
+}
+
+// transform applies the images: entries to an image reference as
+// kustomize does (a reference is name[:tag][@digest]).
+func (k *kustomization) transform(ref string) string {
+	name := ref
+	if i := strings.Index(name, "@"); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	for _, im := range k.Images {
+		if im.Name != name {
+			continue
+		}
+		out := name
+		if im.NewName != "" {
+			out = im.NewName
+		}
+		if im.NewTag != "" {
+			out += ":" + im.NewTag
+		}
+		if im.Digest != "" {
+			out += "@" + im.Digest
+		}
+		return out
+	}
+	return ref
+}
+
+// image is the image every kustomized pod runs: the one images: entry.
+func (k *kustomization) image() string {
+	if len(k.Images) != 1 {
+		return "(want one images: entry)"
+	}
+	return k.transform(k.Images[0].Name)
 }
 
 // podTemplates returns every pod template with where it comes from.
@@ -171,24 +261,7 @@ func durationFlag(t *testing.T, where string, args []string, name string, def ti
 
 func TestKustomizationResourcesExist(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join(manifestDir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fields this kustomization uses, strictly: a misspelt one fails.
-	var k struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Namespace  string `json:"namespace"`
-		Labels     []struct {
-			Pairs            map[string]string `json:"pairs"`
-			IncludeSelectors bool              `json:"includeSelectors"`
-		} `json:"labels"`
-		Resources []string `json:"resources"`
-	}
-	if err := decodeStrict(b, &k); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
-	}
+	k := loadKustomization(t)
 	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
 		t.Fatalf("kustomization.yaml: kind %q with %d resources", k.Kind, len(k.Resources))
 	}
@@ -201,8 +274,42 @@ func TestKustomizationResourcesExist(t *testing.T) {
 			t.Errorf("kustomization applies the example Secret %s", r)
 		}
 	}
-	if !slices.Contains(k.Resources, "cronjob.yaml") || !slices.Contains(k.Resources, "configmap.yaml") {
-		t.Errorf("kustomization resources %v: want the CronJob and its ConfigMap", k.Resources)
+	for _, want := range []string{"cronjob.yaml", "configmap.yaml", "migrate-job.yaml"} {
+		if !slices.Contains(k.Resources, want) {
+			t.Errorf("kustomization resources %v: want %s", k.Resources, want)
+		}
+	}
+}
+
+// TestImageTagSetOnce: the tag is in kustomization.yaml's images: entry
+// alone. Kustomized pods name the image without a tag; the templates
+// created on their own take the CronJob's image through a placeholder.
+func TestImageTagSetOnce(t *testing.T) {
+	t.Parallel()
+	k := loadKustomization(t)
+	if len(k.Images) != 1 || k.Images[0].NewTag == "" && k.Images[0].Digest == "" {
+		t.Fatalf("kustomization.yaml images %+v: want one entry that sets the tag (or digest)", k.Images)
+	}
+	files, err := filepath.Glob(filepath.Join(manifestDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := regexp.MustCompile(`(?m)^\s*image:\s*(\S+)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		for _, m := range images.FindAllStringSubmatch(string(b), -1) {
+			want := k.Images[0].Name
+			if !slices.Contains(k.Resources, name) {
+				want = imagePlaceholder
+			}
+			if m[1] != want {
+				t.Errorf("%s: image %s; want %s (the tag is set once, in kustomization.yaml)", name, m[1], want)
+			}
+		}
 	}
 }
 
@@ -252,14 +359,15 @@ func TestJobLimits(t *testing.T) {
 			t.Errorf("%s: no ttlSecondsAfterFinished", n)
 		}
 		c := s.Template.Spec.Containers[0]
-		// The run ends by itself at --deadline (exit 3), stops within
-		// --grace, and pushes its metrics, before Kubernetes kills it.
-		need := durationFlag(t, n, c.Args, "deadline", 30*time.Minute) + durationFlag(t, n, c.Args, "grace", defaultGrace) + pushTimeout
-		if c.Args[0] != "run" {
-			need = 0
+		need := time.Duration(0)
+		if c.Args[0] == "run" {
+			if _, ok := flagValue(c.Args, "deadline"); !ok {
+				t.Errorf("%s: args %q; want the per-pod limit as the run's own --deadline", n, c.Args)
+			}
+			need = jobDeadlineNeed(c.Args, ptrOr(s.BackoffLimit, ptrOr(s.BackoffLimitPerIndex, 6)))
 		}
 		if s.ActiveDeadlineSeconds == nil || time.Duration(*s.ActiveDeadlineSeconds)*time.Second <= need {
-			t.Errorf("%s: activeDeadlineSeconds %v; want more than %s", n, s.ActiveDeadlineSeconds, need)
+			t.Errorf("%s: activeDeadlineSeconds %d; want more than %s: every retry pod gets its whole --deadline", n, ptrOr(s.ActiveDeadlineSeconds, 0), need)
 		}
 		if p := s.PodFailurePolicy; p != nil {
 			for _, r := range p.Rules {
@@ -275,6 +383,49 @@ func TestJobLimits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// podStart is what a pod may take to be scheduled and started (image
+// pull included) before its run begins.
+const podStart = time.Minute
+
+// jobDeadlineNeed is how long a run Job must be allowed to live so that
+// each of its pods (the first and backoffLimit retries, one after the
+// other) ends by itself: it stops at --deadline (exit 3), finishes within
+// --grace and pushes its metrics; between pods Kubernetes waits its pod
+// failure back-off (10s, doubling, at most 6 minutes).
+func jobDeadlineNeed(args []string, retries int32) time.Duration {
+	perPod := durationFlagOr(args, "deadline", 30*time.Minute) + durationFlagOr(args, "grace", defaultGrace) + pushTimeout + podStart
+	need := time.Duration(retries+1) * perPod
+	backoff := 10 * time.Second
+	for range retries {
+		need += backoff
+		backoff = min(2*backoff, 6*time.Minute)
+	}
+	return need
+}
+
+func durationFlagOr(args []string, name string, def time.Duration) time.Duration {
+	if v, ok := flagValue(args, name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// The runbook's promise for a Job that hits --deadline: the retry pod
+// continues with the time --deadline gives it. One hour for three
+// retries of 45 minutes (what the manifests had) breaks it.
+func TestJobDeadlineSizedForRetries(t *testing.T) {
+	t.Parallel()
+	args := []string{"run", "--deadline", "45m", "--grace", "30s"}
+	if got := jobDeadlineNeed(args, 3); got != 4*(45*time.Minute+30*time.Second+pushTimeout+podStart)+70*time.Second {
+		t.Errorf("jobDeadlineNeed(45m, 3 retries) = %s", got)
+	}
+	if jobDeadlineNeed(args, 3) <= time.Hour {
+		t.Error("an hour would do for three retries of 45 minutes?")
 	}
 }
 
@@ -402,9 +553,21 @@ func TestPodsAreRestricted(t *testing.T) {
 	}
 }
 
+// secretFiles are the *_FILE variables (and PGPASSFILE) each command
+// needs, and so the only keys of the Secret its pods may mount.
+var secretFiles = map[string][]string{
+	"run":     {"DIGEST_HMAC_KEYS_FILE", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_POSTMARK_TOKEN_FILE", "PGPASSFILE"},
+	"prune":   {"PGPASSFILE"},
+	"migrate": {"PGPASSFILE"},
+}
+
+// ownerKey is the Secret's key holding the owner role's pgpass line.
+const ownerKey = "pgpass-owner"
+
 // TestPodsUseConfigAndSecrets: settings come from the ConfigMap, secrets
-// from files of the Secret named by *_FILE variables, and every DIGEST_
-// variable is one digest reads.
+// from files of the Secret named by *_FILE variables, each pod mounts the
+// keys it needs and no other, and every DIGEST_ variable is one digest
+// reads.
 func TestPodsUseConfigAndSecrets(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
@@ -418,14 +581,13 @@ func TestPodsUseConfigAndSecrets(t *testing.T) {
 			t.Errorf("ConfigMap %s: secret %s belongs in the Secret, as a file", cm.Name, k)
 		}
 	}
-	wantFiles := []string{"DIGEST_HMAC_KEYS_FILE", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_POSTMARK_TOKEN_FILE"}
 	for n, p := range m.podTemplates() {
 		c := p.Spec.Containers[0]
 		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != cm.Name {
 			t.Errorf("%s: envFrom %+v; want the ConfigMap %s", n, c.EnvFrom, cm.Name)
 		}
-		// Secret volume mount paths -> the Secret's keys under them.
-		mounts := map[string]bool{}
+		// Mounted file path -> the Secret's key in it.
+		mounted := map[string]string{}
 		for _, vm := range c.VolumeMounts {
 			for _, v := range p.Spec.Volumes {
 				if v.Name != vm.Name || v.Secret == nil {
@@ -434,9 +596,18 @@ func TestPodsUseConfigAndSecrets(t *testing.T) {
 				if v.Secret.SecretName != secret.Name || !vm.ReadOnly {
 					t.Errorf("%s: volume %s mounts Secret %q (read-only %v); want %q read-only", n, v.Name, v.Secret.SecretName, vm.ReadOnly, secret.Name)
 				}
-				mounts[vm.MountPath] = true
+				if len(v.Secret.Items) == 0 {
+					t.Errorf("%s: volume %s mounts every key of Secret %s; list the keys the pod needs (items)", n, v.Name, secret.Name)
+				}
+				for _, it := range v.Secret.Items {
+					if _, ok := secret.StringData[it.Key]; !ok {
+						t.Errorf("%s: volume %s mounts %s, not a key of Secret %s", n, v.Name, it.Key, secret.Name)
+					}
+					mounted[filepath.Join(vm.MountPath, it.Path)] = it.Key
+				}
 			}
 		}
+		used := map[string]bool{}
 		files := map[string]bool{}
 		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -449,16 +620,106 @@ func TestPodsUseConfigAndSecrets(t *testing.T) {
 				continue
 			}
 			files[e.Name] = true
-			dir, key := filepath.Split(e.Value)
-			_, inSecret := secret.StringData[key]
-			if !mounts[filepath.Clean(dir)] || !inSecret {
-				t.Errorf("%s: %s=%s is not a key of Secret %s mounted at %s", n, e.Name, e.Value, secret.Name, dir)
+			key, ok := mounted[filepath.Clean(e.Value)]
+			if !ok {
+				t.Errorf("%s: %s=%s is not a mounted key of Secret %s", n, e.Name, e.Value, secret.Name)
+			}
+			used[key] = true
+		}
+		cmd := c.Args[0]
+		want, ok := secretFiles[cmd]
+		if !ok {
+			t.Errorf("%s: no secrets listed for digest %s", n, cmd)
+		}
+		for _, f := range want {
+			if !files[f] {
+				t.Errorf("%s: digest %s needs %s", n, cmd, f)
 			}
 		}
-		for _, f := range wantFiles {
-			if !files[f] {
-				t.Errorf("%s: %s is not set", n, f)
+		for f := range files {
+			if !slices.Contains(want, f) {
+				t.Errorf("%s: digest %s does not need %s", n, cmd, f)
 			}
+		}
+		for path, key := range mounted {
+			if !used[key] {
+				t.Errorf("%s: mounts %s at %s, which no variable names: only the secrets a pod needs", n, key, path)
+			}
+			if (key == ownerKey) != (cmd == "migrate") {
+				t.Errorf("%s: digest %s mounts %s; the owner role's password is the migrate Job's alone", n, cmd, key)
+			}
+		}
+	}
+}
+
+// TestMigrateRunsAsTheOwner: the migrate Job connects to the ConfigMap's
+// database as the owner role (docs/security.md), the others as the job
+// role; the Secret's pgpass lines match.
+func TestMigrateRunsAsTheOwner(t *testing.T) {
+	t.Parallel()
+	m := loadManifests(t)
+	cm, secret := m.configMap(t), m.secret(t)
+	jobURL, err := url.Parse(cm.Data["DIGEST_DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobURL.User.Username() != "digest_job" {
+		t.Errorf("ConfigMap DIGEST_DATABASE_URL user %q; want the job role digest_job", jobURL.User.Username())
+	}
+	found := false
+	for n, p := range m.podTemplates() {
+		c := p.Spec.Containers[0]
+		if c.Args[0] != "migrate" {
+			continue
+		}
+		found = true
+		var own *url.URL
+		for _, e := range c.Env {
+			if e.Name == "DIGEST_DATABASE_URL" {
+				if own, err = url.Parse(e.Value); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if own == nil || own.User.Username() != "digest_owner" || own.Host != jobURL.Host || own.Path != jobURL.Path || own.RawQuery != jobURL.RawQuery {
+			t.Errorf("%s: DIGEST_DATABASE_URL %v; want the ConfigMap's database as digest_owner", n, own)
+		}
+	}
+	if !found {
+		t.Fatal("no migrate Job")
+	}
+	for key, user := range map[string]string{"pgpass": "digest_job", ownerKey: "digest_owner"} {
+		f := strings.Split(secret.StringData[key], ":")
+		if len(f) != 5 || f[3] != user || f[0]+":"+f[1] != jobURL.Host {
+			t.Errorf("Secret %s: %q; want %s:*:%s:password", key, secret.StringData[key], jobURL.Host, user)
+		}
+	}
+}
+
+// TestGoMemoryLimitUnderTheContainerLimit: GOMEMLIMIT makes the GC work
+// harder before the kernel's OOM killer ends the pod.
+func TestGoMemoryLimitUnderTheContainerLimit(t *testing.T) {
+	t.Parallel()
+	m := loadManifests(t)
+	units := map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+	for n, p := range m.podTemplates() {
+		c := p.Spec.Containers[0]
+		limit := c.Resources.Limits.Memory().Value()
+		var set string
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				set = e.Value
+			}
+		}
+		mm := regexp.MustCompile(`^(\d+)(B|KiB|MiB|GiB)$`).FindStringSubmatch(set)
+		if mm == nil {
+			t.Errorf("%s: GOMEMLIMIT %q; want a size such as 200MiB", n, set)
+			continue
+		}
+		v, _ := strconv.ParseInt(mm[1], 10, 64)
+		v *= units[mm[2]]
+		if limit == 0 || v >= limit*9/10 || v < limit/2 {
+			t.Errorf("%s: GOMEMLIMIT %s = %d bytes; want 50-90%% of the memory limit %d", n, set, v, limit)
 		}
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Exit codes. They are part of the interface: a CronJob's alerting and an
@@ -149,7 +152,9 @@ func exitCode(env *Env, name string, err error) int {
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "digest %s: %s\nRun \"digest %s --help\" for usage.\n", name, ue.msg, name)
+		// One line: a CronJob's log or a terminal shows the mistake, not
+		// the whole help (that is on --help).
+		fmt.Fprintf(env.Stderr, "digest %s: %s (see \"digest %s --help\")\n", name, ue.msg, name)
 		return ExitUsage
 	case errors.As(err, &ee):
 		if ee.err != nil {
@@ -163,42 +168,184 @@ func exitCode(env *Env, name string, err error) int {
 }
 
 // newFlagSet returns a flag set whose --help prints help (the command's own
-// text, then its flags) to stdout.
+// text, then its flags with their types) to stdout. A parse error prints
+// nothing here: parse turns it into one line on stderr.
 func newFlagSet(env *Env, name, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("digest "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		out := env.Stdout
-		fmt.Fprintf(out, "%s\nFlags:\n", strings.TrimRight(help, "\n"))
-		fs.SetOutput(out)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
+	// The flag package calls Usage on --help and on every error alike;
+	// parseRest prints the help for --help only, through this output.
+	fs.SetOutput(&helpText{out: env.Stdout, text: help})
+	fs.Usage = func() {}
 	return fs
+}
+
+// helpText is a flag set's output: it discards what the flag package
+// writes, and holds the command's help for parseRest to print.
+type helpText struct {
+	out  io.Writer
+	text string
+}
+
+func (*helpText) Write(p []byte) (int, error) { return len(p), nil }
+
+func (h *helpText) print(fs *flag.FlagSet) {
+	fmt.Fprintf(h.out, "%s\nFlags:\n", strings.TrimRight(h.text, "\n"))
+	printFlags(h.out, fs)
+}
+
+// printFlags lists fs's flags as flag.PrintDefaults does, except that a
+// setting shows its value's type (int, float, duration) instead of
+// "string".
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		if sv, ok := f.Value.(*settingValue); ok {
+			typ = sv.kind
+		}
+		line := "  -" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if d := f.DefValue; !slices.Contains([]string{"", "false", "0", "0s"}, d) { // zero values go unsaid
+			if typ == "string" {
+				d = strconv.Quote(d)
+			}
+			line += " (default " + d + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// settingValue is the flag.Value of a setting: a string read later by the
+// command, whose kind (int, float, duration or string) --help shows.
+type settingValue struct {
+	p    *string
+	kind string
+}
+
+func (v *settingValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *settingValue) Set(s string) error { *v.p = s; return nil }
+
+// settingKind is the type a setting's value has, for --help: from its
+// default, or "float" for the rate (whose default is a whole number).
+func settingKind(s setting) string {
+	switch {
+	case s.env == "DIGEST_RATE":
+		return "float"
+	case s.def == "":
+		return "string"
+	}
+	if _, err := strconv.Atoi(s.def); err == nil {
+		return "int"
+	}
+	if _, err := strconv.ParseFloat(s.def, 64); err == nil {
+		return "float"
+	}
+	if _, err := time.ParseDuration(s.def); err == nil {
+		return "duration"
+	}
+	return "string"
+}
+
+// registerOnly adds the flags of the named settings to fs, for commands
+// that use a few settings of a group and must not list the others.
+func registerOnly(fs *flag.FlagSet, env *Env, names ...string) *settings {
+	s := register(flag.NewFlagSet("", flag.ContinueOnError), env)
+	for _, st := range settingsTable {
+		if slices.Contains(names, st.env) && st.flag != "" {
+			fs.Var(&settingValue{p: s.vals[st.env], kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
+		}
+	}
+	return s
 }
 
 // parse parses flags and positional arguments in any order
 // ("digest week 2026-12-31 --tz Europe/Berlin" works). It returns the
-// positional arguments. Flag errors become usage errors.
+// positional arguments, then everything after the first "--" unchanged.
+// Flag errors become usage errors of one line.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+	pos, rest, err := parseRest(fs, args)
+	return append(pos, rest...), err
+}
+
+// parseRest is parse with the positional arguments before "--" and the
+// arguments after it apart: "digest schedule ... -- RUN FLAGS" hands the
+// latter to each run as they are.
+func parseRest(fs *flag.FlagSet, args []string) (pos, rest []string, err error) {
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], slices.Clone(args[i+1:])
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the flag package has printed fs.Usage
+				if h, ok := fs.Output().(*helpText); ok {
+					h.print(fs)
+				}
+				return nil, nil, err
 			}
-			return nil, usagef("%v", err)
+			return nil, nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+			return pos, rest, nil
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// flagError rewrites the flag package's errors: an unknown flag is named
+// with its dashes and the closest known flag.
+func flagError(fs *flag.FlagSet, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return usagef("%v", err)
+	}
+	msg := fmt.Sprintf("unknown flag --%s", name)
+	if near := closestFlag(fs, name); near != "" {
+		msg += fmt.Sprintf(" (did you mean --%s?)", near)
+	}
+	return usagef("%s", msg)
+}
+
+// closestFlag returns fs's flag nearest to name by edit distance, if it is
+// near enough to be a likely typo; "" otherwise.
+func closestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", len(name)/2+2
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD { // VisitAll is sorted: a tie keeps the first
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func cmdVersion(_ context.Context, env *Env, args []string) error {

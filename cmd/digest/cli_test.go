@@ -206,3 +206,37 @@ func TestRunRefusesWithoutASource(t *testing.T) {
 		}
 	}
 }
+
+// The settings given to schedule as flags hold for its runs, as if they
+// were in the environment; the others stay the environment's.
+func TestScheduleSettingsHoldForItsRuns(t *testing.T) {
+	t.Parallel()
+	env := &Env{Getenv: func(k string) string { return map[string]string{"DIGEST_TZ": "UTC", "DIGEST_TYPE": "monthly"}[k] }, Stdout: &bytes.Buffer{}}
+	fs := newFlagSet(env, "schedule", scheduleHelp)
+	register(fs, env, gDigest, gLog, gServe)
+	fs.String("cron", "", "")
+	pos, rest, err := parseRest(fs, []string{"--tz", "Europe/Berlin", "--cron", "0 6 * * MON", "--", "--tz", "Asia/Tokyo", "--week", "2026-W48"})
+	if err != nil || len(pos) != 0 || strings.Join(rest, " ") != "--tz Asia/Tokyo --week 2026-W48" {
+		t.Fatalf("parseRest: %v %q %q", err, pos, rest)
+	}
+	runEnv := withFlagSettings(env, fs)
+	if got := runEnv.Getenv("DIGEST_TZ"); got != "Europe/Berlin" {
+		t.Errorf("a run sees DIGEST_TZ=%q; want schedule's --tz", got)
+	}
+	if got := runEnv.Getenv("DIGEST_TYPE"); got != "monthly" {
+		t.Errorf("a run sees DIGEST_TYPE=%q; want the environment's", got)
+	}
+}
+
+func TestClosestFlag(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet(&Env{Stdout: &bytes.Buffer{}}, "x", "")
+	for _, f := range []string{"week", "deadline", "snapshot", "older-than", "from"} {
+		fs.String(f, "", "")
+	}
+	for in, want := range map[string]string{"weak": "week", "deadlne": "deadline", "snapshto": "snapshot", "older-then": "older-than", "frob": "from", "verbose": "", "x": ""} {
+		if got := closestFlag(fs, in); got != want {
+			t.Errorf("closestFlag(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

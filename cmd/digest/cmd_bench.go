@@ -32,7 +32,7 @@ Examples:
 
 func cmdBench(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench", benchHelp)
-	st := register(fs, env, gLedger, gLog)
+	st := registerOnly(fs, env, "DIGEST_DATABASE_URL", "DIGEST_LOG_LEVEL")
 	n := fs.Int("customers", 20_000, "customers to seed and send to")
 	conc := fs.Int("concurrency", 4, "SMTP connections and parallel sends (run and plain loop alike)")
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,9 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
+	if err := checkDatabaseURL(st.str("DIGEST_DATABASE_URL")); err != nil {
+		return err
+	}
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
@@ -306,7 +310,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "review", reviewHelp)
 	st := register(fs, env, gLedger, gLog)
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
-	week := fs.String("week", "", "list only this ISO week")
+	week := fs.String("week", "", "list only this ISO week; release and mark-sent without a KEY: act on every receipt of it")
 	limit := fs.Int("limit", 100, "list at most this many of each state (the list says how many more there are)")
 	reason := fs.String("reason", "", "why (required for release and mark-sent; kept in the history)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
@@ -321,6 +325,9 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		return usagef("want a subcommand: list, show, release or mark-sent")
 	}
 	sub, rest := pos[0], pos[1:]
+	if !slices.Contains([]string{"list", "show", "release", "mark-sent"}, sub) {
+		return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+	}
 	if (sub == "release" || sub == "mark-sent") && len(rest) == 0 && *week != "" {
 		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider)
 	}
@@ -334,6 +341,8 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		}
 	} else if len(rest) > 0 {
 		return usagef("list takes no arguments")
+	} else if *state != "" && !slices.Contains(receiptStates, digest.State(*state)) {
+		return usagef("--state %q: want one of %s", *state, joinStates(receiptStates))
 	}
 	if (sub == "release" || sub == "mark-sent") && strings.TrimSpace(*reason) == "" {
 		return usagef("%s needs --reason: the history keeps why", sub)
@@ -372,6 +381,18 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+}
+
+// receiptStates are the states a receipt can be in, in the order status
+// prints them.
+var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined}
+
+func joinStates(states []digest.State) string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 func reviewErr(key digest.Key, err error) error {

@@ -31,7 +31,7 @@ Examples:
 
 func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "seed", seedHelp)
-	st := register(fs, env, gLedger, gLog)
+	st := registerOnly(fs, env, "DIGEST_DATABASE_URL")
 	n := fs.Int("customers", 0, "number of customers (required)")
 	week := fs.String("week", "", "ISO week of the activity (required)")
 	seed := fs.Uint64("seed", 1, "random seed")

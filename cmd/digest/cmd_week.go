@@ -23,7 +23,7 @@ Examples:
 
 func cmdWeek(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "week", weekHelp)
-	st := register(fs, env, gDigest)
+	st := registerOnly(fs, env, "DIGEST_TZ")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -123,10 +123,15 @@ func serveMetrics(ctx context.Context, addr string, reg *metrics.Registry, log *
 	return ln.Addr(), stop, nil
 }
 
+// newScheduleRegistry is the registry "digest schedule" serves: its runs'
+// metrics (each run's counts replace the last's, as a push does) and the Go
+// runtime's and the process's, which a long-lived process should show.
+func newScheduleRegistry() *metrics.Registry { return metrics.New().WithRuntime() }
+
 // startScheduleMetrics serves a new registry on DIGEST_METRICS_ADDR and
 // returns a context that makes the runs started with it record there.
 func startScheduleMetrics(ctx context.Context, st *settings, log *slog.Logger) (context.Context, func(), error) {
-	reg := metrics.New()
+	reg := newScheduleRegistry()
 	_, stop, err := serveMetrics(ctx, st.str("DIGEST_METRICS_ADDR"), reg, log)
 	if err != nil {
 		return nil, nil, err

@@ -23,8 +23,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/weeklydigest/digest/internal/metrics"
 )
 
 // pushgateway implements the Pushgateway's push API for tests:
@@ -199,7 +197,7 @@ func TestRunAndPrunePushMetrics(t *testing.T) {
 		{"digest_receipts", []string{"state", "sent"}, 20},
 		{"digest_receipts", []string{"state", "held"}, 0},
 		{"digest_receipts", []string{"state", "quarantined"}, 0},
-		{"digest_oldest_retryable_age_seconds", nil, 0},
+		{"digest_oldest_retryable_timestamp_seconds", nil, 0},
 		{"digest_pending", nil, 0},
 		{"digest_run_exit_code", nil, 0},
 	})
@@ -323,7 +321,7 @@ func TestScheduleServesMetricsAndHealth(t *testing.T) {
 	pg, srv := newPushgateway(t)
 	// Scheduled runs record into the served registry and never push.
 	env, stderr := metricsEnv(t, map[string]string{"DIGEST_PUSHGATEWAY_URL": srv.URL})
-	reg := metrics.New()
+	reg := newScheduleRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, stop, err := serveMetrics(ctx, "127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
@@ -365,16 +363,23 @@ func TestScheduleServesMetricsAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse /metrics: %v\n%s", err, body)
 	}
+	// The counters are the last run's, as a push leaves them: the second
+	// run sent nothing and found all 20 sent.
 	for _, w := range []wantSample{
-		{"digest_digests_total", []string{"outcome", "sent"}, 20},
+		{"digest_digests_total", []string{"outcome", "sent"}, 0},
 		{"digest_digests_total", []string{"outcome", "duplicate"}, 20},
-		{"digest_digests_total", []string{"outcome", "skipped"}, 2},
-		{"digest_claim_latency_seconds", nil, 40},
+		{"digest_digests_total", []string{"outcome", "skipped"}, 1},
+		{"digest_claim_latency_seconds", nil, 20},
 		{"digest_receipts", []string{"state", "sent"}, 20},
 		{"digest_run_exit_code", nil, 0},
 	} {
 		if got, ok := sampleValue(fams[w.name], w.labels...); !ok || got != w.want {
 			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, got, ok, w.want)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes", "process_start_time_seconds"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("/metrics has no %s: schedule is a long-lived process", name)
 		}
 	}
 	if _, ok := fams["digest_last_success_timestamp_seconds"]; !ok {

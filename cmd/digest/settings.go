@@ -100,7 +100,7 @@ func register(fs *flag.FlagSet, env *Env, groups ...string) *settings {
 		if st.flag == "" || !hasGroup(groups, st.group) {
 			continue
 		}
-		fs.StringVar(p, st.flag, v, st.help+" [$"+st.env+"]")
+		fs.Var(&settingValue{p: p, kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
 	}
 	return s
 }

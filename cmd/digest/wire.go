@@ -12,8 +12,10 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
@@ -25,6 +27,9 @@ import (
 // separate step with its own grants).
 func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Store, error) {
 	cfg := ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log}
+	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
 	store, err := ledger.Open(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -36,6 +41,26 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 		}
 	}
 	return store, nil
+}
+
+// checkDatabaseURL refuses a DIGEST_DATABASE_URL that can never connect
+// (another database's scheme, or one PostgreSQL cannot parse) as a
+// configuration error, exit 2: a Job retries exit 1, and no retry fixes
+// this. The URL itself is not repeated: it may hold a password.
+func checkDatabaseURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if scheme, _, ok := strings.Cut(raw, "://"); ok && scheme != "postgres" && scheme != "postgresql" {
+		if len(scheme) > 20 || strings.ContainsAny(scheme, "@:/ ") {
+			scheme = "?"
+		}
+		return usagef("DIGEST_DATABASE_URL: scheme %q is not supported; want postgres://user@host:5432/db (unset: the embedded SQLite ledger)", scheme)
+	}
+	if _, err := pgxpool.ParseConfig(raw); err != nil {
+		return usagef("DIGEST_DATABASE_URL: not a PostgreSQL URL or connection string; want postgres://user@host:5432/db?sslmode=verify-full")
+	}
+	return nil
 }
 
 func fromAddress(st *settings) (digest.Address, error) {

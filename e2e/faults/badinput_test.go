@@ -50,7 +50,7 @@ func TestBadInputConfiguration(t *testing.T) {
 	week := []string{"run", "--week", week40s}
 	rows := []badInput{
 		{"unknown command", nil, []string{"frob"}, 2, `unknown command "frob"`},
-		{"unknown flag", nil, append(week, "--frob"), 2, "flag provided but not defined: -frob"},
+		{"unknown flag", nil, append(week, "--frob"), 2, "unknown flag --frob (did you mean --from?)"},
 		{"stray argument", nil, append(week, "now"), 2, `unexpected argument "now"`},
 		{"week that does not exist", nil, []string{"run", "--week", "2025-W53"}, 2, "ISO year 2025 has weeks W01 to W52"},
 		{"week malformed", nil, []string{"run", "--week", "2026W1"}, 2, "want YYYY-Www"},
@@ -90,7 +90,8 @@ func TestBadInputConfiguration(t *testing.T) {
 		{"unsubscribe keyring not base64", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=u1:%%%"}, week, 2, "DIGEST_UNSUBSCRIBE_KEYS:"},
 		{"unsubscribe keyring is the HMAC keyring", []string{"DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token}", "DIGEST_UNSUBSCRIBE_KEYS=" + e2etest.TestKeyring}, week, 2, "shares a secret with the HMAC keyring"},
 		{"database unreachable", []string{"DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"}, week, 1, "digest run: "},
-		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 1, "digest run: "},
+		{"database URL malformed", []string{"DIGEST_DATABASE_URL=postgres://%zz"}, week, 2, "DIGEST_DATABASE_URL: not a PostgreSQL URL"},
+		{"database URL of another database", []string{"DIGEST_DATABASE_URL=mysql://digest@db/app"}, week, 2, `DIGEST_DATABASE_URL: scheme "mysql" is not supported`},
 		{"snapshot file missing", nil, []string{"run", "--week", "2026-W48", "--snapshot", filepath.Join(dir, "nope.jsonl")}, 2, "--snapshot:"},
 		{"snapshot file with bad lines", nil, []string{"run", "--week", "2026-W48", "--snapshot", badLines}, 1, "snapshot refused, nothing sent"},
 		{"migrate with an argument", nil, []string{"migrate", "now"}, 2, "digest migrate"},

@@ -8,9 +8,9 @@ import (
 )
 
 // histogram is a Prometheus histogram fed with already bucketed counts
-// (digest.LatencyHistogram.Cumulative), adding up the runs it is given.
-// The run loop keeps its own fixed-memory histogram, so this one only
-// converts; it never sees single samples.
+// (digest.LatencyHistogram.Cumulative) of the last run. The run loop keeps
+// its own fixed-memory histogram, so this one only converts; it never sees
+// single samples.
 type histogram struct {
 	desc   *prometheus.Desc
 	bounds []time.Duration
@@ -29,15 +29,14 @@ func newHistogram(name, help string, bounds []time.Duration) *histogram {
 	}
 }
 
-// add adds one run's cumulative counts, total count and sum.
-func (h *histogram) add(counts []uint64, n uint64, sum time.Duration) {
+// set replaces the counts with one run's cumulative counts, total count
+// and sum.
+func (h *histogram) set(counts []uint64, n uint64, sum time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := range h.counts {
-		h.counts[i] += counts[i]
-	}
-	h.n += n
-	h.sum += sum
+	copy(h.counts, counts)
+	h.n = n
+	h.sum = sum
 }
 
 // Describe implements prometheus.Collector.

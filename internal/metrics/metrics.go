@@ -5,8 +5,11 @@
 // A run that ends (normally, at its deadline or after SIGTERM) records its
 // digest.Summary, its claim latency histogram and the ledger's counts of the
 // week; a Kubernetes Job then pushes them, and "digest schedule" serves them
-// on /metrics, adding up its runs. Counters of a pushed group are those of
-// the last run that pushed to it.
+// on /metrics. Either way the counters (…_total, the histogram) are those of
+// the last run: each run counts from zero, as a process that restarts does,
+// so an alert or a rate() reads the same under a CronJob and under
+// "digest schedule". Times are Unix timestamps, never ages: an age is stale
+// the moment it is pushed, a timestamp lets an alert compute time() - t.
 package metrics
 
 import (
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weeklydigest/digest/digest"
@@ -58,16 +62,16 @@ type Run struct {
 type Registry struct {
 	reg *prometheus.Registry
 
-	digests      *prometheus.CounterVec
-	ledgerCalls  prometheus.Counter
-	lookups      *prometheus.CounterVec
-	duplicateAge *prometheus.CounterVec
-	retries      prometheus.Counter
+	digests      *lastRun
+	ledgerCalls  *lastRun
+	lookups      *lastRun
+	duplicateAge *lastRun
+	retries      *lastRun
 	claimLatency *histogram
 
 	receipts        *prometheus.GaugeVec
-	oldestRetryable prometheus.Gauge
-	oldestClaimed   prometheus.Gauge
+	oldestRetryable prometheus.Gauge // Unix time; 0 if none
+	oldestClaimed   prometheus.Gauge // Unix time; 0 if none
 	pending         prometheus.Gauge
 	duration        prometheus.Gauge
 	exitCode        prometheus.Gauge
@@ -81,27 +85,24 @@ type Registry struct {
 // New returns a Registry with every metric registered, and every outcome,
 // result and age label present at zero.
 func New() *Registry {
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
-	}
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
 	}
 	r := &Registry{
 		reg: prometheus.NewRegistry(),
-		digests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "digests_total",
-			Help: "Digests by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid."}, []string{"outcome"}),
-		ledgerCalls: counter("ledger_calls_total", "Ledger round trips (claims, finishes, look-ups of receipts)."),
-		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "lookups_total",
-			Help: "Provider look-ups of maybe-sent digests by result: found (reconciled), not_found (sent), error (left retryable)."}, []string{"result"}),
-		duplicateAge: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "duplicate_hits_total",
-			Help: "Digests already sent, by time since the send: under_5m, same_day, later, beyond_horizon."}, []string{"age"}),
-		retries:      counter("temporary_retries_total", "Temporary send failures (4xx, 429, network) recorded as retryable; a digest retried twice counts twice."),
-		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip, one sample per digest of the batch.", ClaimLatencyBounds),
+		digests: newLastRun("digests_total", "Digests of the last run by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid, suppressed (unsubscribed).",
+			"outcome", Outcomes),
+		ledgerCalls: newLastRun("ledger_calls_total", "Ledger round trips of the last run (claims, finishes, look-ups of receipts).", "", nil),
+		lookups: newLastRun("lookups_total", "Provider look-ups of maybe-sent digests in the last run by result: found (reconciled), not_found (sent), error (left retryable).",
+			"result", LookupResults),
+		duplicateAge: newLastRun("duplicate_hits_total", "Digests of the last run already sent, by time since the send: under_5m, same_day, later, beyond_horizon.",
+			"age", digest.AgeBucketNames[:]),
+		retries:      newLastRun("temporary_retries_total", "Temporary send failures (4xx, 429, network) of the last run recorded as retryable; a digest retried twice counts twice.", "", nil),
+		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip in the last run, one sample per digest of the batch.", ClaimLatencyBounds),
 		receipts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "receipts",
 			Help: "Receipts of the run's week by state at the end of the run; held and quarantined wait for an operator."}, []string{"state"}),
-		oldestRetryable: gauge("oldest_retryable_age_seconds", "Age of the week's oldest retryable receipt at the end of the run; 0 if none."),
-		oldestClaimed:   gauge("oldest_claimed_age_seconds", "Age of the week's oldest claimed receipt at the end of the run; 0 if none."),
+		oldestRetryable: gauge("oldest_retryable_timestamp_seconds", "Unix time the week's oldest retryable receipt was last tried, at the end of the run; 0 if none. Alert on time() minus it."),
+		oldestClaimed:   gauge("oldest_claimed_timestamp_seconds", "Unix time of the last attempt of the week's oldest claimed receipt, at the end of the run; 0 if none."),
 		pending:         gauge("pending", "Digests the run left unsettled (retryable, not due, or interrupted)."),
 		duration:        gauge("run_duration_seconds", "Wall time of the last run."),
 		exitCode:        gauge("run_exit_code", "Exit code of the last run: 0 ok, 1 failure, 2 usage, 3 incomplete, 4 needs review."),
@@ -111,18 +112,17 @@ func New() *Registry {
 	}
 	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.claimLatency,
 		r.receipts, r.oldestRetryable, r.oldestClaimed, r.pending, r.duration, r.exitCode, r.lastRun, r.lastSuccess)
-	for _, o := range Outcomes {
-		r.digests.WithLabelValues(o)
-	}
-	for _, l := range LookupResults {
-		r.lookups.WithLabelValues(l)
-	}
-	for _, a := range digest.AgeBucketNames {
-		r.duplicateAge.WithLabelValues(a)
-	}
 	for _, s := range receiptStates {
 		r.receipts.WithLabelValues(string(s))
 	}
+	return r
+}
+
+// WithRuntime adds the Go runtime's and the process's metrics (go_*,
+// process_*): for "digest schedule", a long-lived process. A run's push
+// leaves them out: they would describe a process that has ended.
+func (r *Registry) WithRuntime() *Registry {
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
 
@@ -136,29 +136,26 @@ func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
 }
 
-// ObserveRun adds a finished run to the counters and sets the gauges.
+// ObserveRun sets the counters to a finished run's counts (each run counts
+// from zero) and sets the gauges.
 func (r *Registry) ObserveRun(run Run) {
 	s := run.Summary
-	for i, n := range []int{s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid, s.Suppressed} {
-		r.digests.WithLabelValues(Outcomes[i]).Add(float64(n))
+	r.digests.set(s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid, s.Suppressed)
+	r.lookups.set(s.LookupsFound, s.LookupsNotFound, s.LookupErrors)
+	r.duplicateAge.set(s.DuplicateAges[:]...)
+	r.ledgerCalls.set(s.LedgerCalls)
+	r.retries.set(s.Retryable)
+	lat := run.Latency
+	if lat == nil {
+		lat = &digest.LatencyHistogram{}
 	}
-	for i, n := range []int{s.LookupsFound, s.LookupsNotFound, s.LookupErrors} {
-		r.lookups.WithLabelValues(LookupResults[i]).Add(float64(n))
-	}
-	for i, n := range s.DuplicateAges {
-		r.duplicateAge.WithLabelValues(digest.AgeBucketNames[i]).Add(float64(n))
-	}
-	r.ledgerCalls.Add(float64(s.LedgerCalls))
-	r.retries.Add(float64(s.Retryable))
-	if run.Latency != nil {
-		r.claimLatency.add(run.Latency.Cumulative(ClaimLatencyBounds))
-	}
+	r.claimLatency.set(lat.Cumulative(ClaimLatencyBounds))
 	if c := run.Counts; c != nil {
 		for _, st := range receiptStates {
 			r.receipts.WithLabelValues(string(st)).Set(float64(c.ByState[st]))
 		}
-		r.oldestRetryable.Set(c.OldestRetryable.Seconds())
-		r.oldestClaimed.Set(c.OldestClaimed.Seconds())
+		r.oldestRetryable.Set(since(run.Finished, c.OldestRetryable))
+		r.oldestClaimed.Set(since(run.Finished, c.OldestClaimed))
 	}
 	r.pending.Set(float64(s.Pending))
 	r.duration.Set(s.Duration.Seconds())
@@ -167,6 +164,14 @@ func (r *Registry) ObserveRun(run Run) {
 	if run.ExitCode == 0 {
 		r.lastSuccess.WithLabelValues().Set(unix(run.Finished))
 	}
+}
+
+// since is the Unix time age before end, or 0 when age is 0 (none).
+func since(end time.Time, age time.Duration) float64 {
+	if age <= 0 {
+		return 0
+	}
+	return unix(end.Add(-age))
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,18 +26,23 @@ func families(t *testing.T, r *Registry) map[string]*dto.MetricFamily {
 	return out
 }
 
-func TestObserveRunAddsUpAndSetsGauges(t *testing.T) {
+// Each run counts from zero (as a restarted process does), so a counter
+// means the same pushed by a Job and served by "digest schedule": the last
+// run's count. Gauges keep their last value when a run could not read them.
+func TestObserveRunKeepsTheLastRunsCountsAndSetsGauges(t *testing.T) {
 	t.Parallel()
 	r := New()
-	var lat digest.LatencyHistogram
+	var first, lat digest.LatencyHistogram
+	first.Observe(time.Second, 99)
 	lat.Observe(3*time.Millisecond, 10)
 	lat.Observe(40*time.Millisecond, 2)
 	end := time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC)
+	big := digest.Summary{Sent: 500, Duplicates: 200, Retryable: 100, LookupsFound: 100, LedgerCalls: 700, Failed: 3}
+	counts := &ledger.Counts{ByState: map[digest.State]int64{digest.StateHeld: 3}, OldestRetryable: time.Minute}
+	r.ObserveRun(Run{Summary: big, Latency: &first, Counts: counts, ExitCode: 3, Finished: end})
 	sum := digest.Summary{Sent: 5, Duplicates: 2, Retryable: 1, LookupsFound: 1, LedgerCalls: 7, Duration: 2 * time.Second}
 	sum.DuplicateAges[digest.AgeSameDay] = 2
-	counts := &ledger.Counts{ByState: map[digest.State]int64{digest.StateHeld: 3}, OldestRetryable: time.Minute}
-	r.ObserveRun(Run{Summary: sum, Latency: &lat, Counts: counts, ExitCode: 3, Finished: end})
-	r.ObserveRun(Run{Summary: sum, ExitCode: 0, Finished: end.Add(time.Hour)})
+	r.ObserveRun(Run{Summary: sum, Latency: &lat, ExitCode: 0, Finished: end.Add(time.Hour)})
 
 	fam := families(t, r)
 	value := func(name, label, val string) float64 {
@@ -57,15 +64,16 @@ func TestObserveRunAddsUpAndSetsGauges(t *testing.T) {
 		name, label, val string
 		want             float64
 	}{
-		{"digest_digests_total", "outcome", "sent", 10},
-		{"digest_digests_total", "outcome", "duplicate", 4},
+		{"digest_digests_total", "outcome", "sent", 5},
+		{"digest_digests_total", "outcome", "duplicate", 2},
 		{"digest_digests_total", "outcome", "failed", 0},
-		{"digest_lookups_total", "result", "found", 2},
-		{"digest_duplicate_hits_total", "age", "same_day", 4},
-		{"digest_ledger_calls_total", "", "", 14},
-		{"digest_temporary_retries_total", "", "", 2},
+		{"digest_lookups_total", "result", "found", 1},
+		{"digest_duplicate_hits_total", "age", "same_day", 2},
+		{"digest_ledger_calls_total", "", "", 7},
+		{"digest_temporary_retries_total", "", "", 1},
 		{"digest_receipts", "state", "held", 3},
-		{"digest_oldest_retryable_age_seconds", "", "", 60},
+		{"digest_oldest_retryable_timestamp_seconds", "", "", float64(end.Add(-time.Minute).Unix())},
+		{"digest_oldest_claimed_timestamp_seconds", "", "", 0},
 		{"digest_run_exit_code", "", "", 0},
 		{"digest_run_duration_seconds", "", "", 2},
 		{"digest_last_success_timestamp_seconds", "", "", float64(end.Add(time.Hour).Unix())},
@@ -99,5 +107,34 @@ func TestLastSuccessAbsentUntilARunExitsZero(t *testing.T) {
 	r.ObserveRun(Run{ExitCode: 4, Finished: time.Now()})
 	if mf, ok := families(t, r)["digest_last_success_timestamp_seconds"]; ok {
 		t.Fatalf("last success exported after a failed run: %v", mf)
+	}
+}
+
+func TestNamesListsEveryExportedSeries(t *testing.T) {
+	t.Parallel()
+	names := Names()
+	for _, want := range []string{"digest_digests_total", "digest_claim_latency_seconds_bucket", "digest_oldest_retryable_timestamp_seconds",
+		"digest_last_success_timestamp_seconds", "digest_receipts_pruned_total", "digest_last_prune_timestamp_seconds"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Names() lacks %s: %v", want, names)
+		}
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, Namespace+"_") {
+			t.Errorf("Names() has %s, outside the namespace", n)
+		}
+	}
+}
+
+func TestWithRuntimeAddsGoAndProcessMetrics(t *testing.T) {
+	t.Parallel()
+	fam := families(t, New().WithRuntime())
+	for _, want := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes", "digest_digests_total"} {
+		if _, ok := fam[want]; !ok {
+			t.Errorf("a registry WithRuntime has no %s", want)
+		}
+	}
+	if _, ok := families(t, New())["go_goroutines"]; ok {
+		t.Error("a run's registry (pushed) has go_* metrics")
 	}
 }

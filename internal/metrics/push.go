@@ -31,6 +31,11 @@ func (r *Registry) Push(ctx context.Context, url string, client *http.Client, gr
 // this prune deleted) and digest_last_prune_timestamp_seconds (at).
 // client may be nil.
 func PushPrune(ctx context.Context, url string, client *http.Client, pruned int64, at time.Time) error {
+	return pushGatherer(ctx, url, client, pruneRegistry(pruned, at), []Label{{"command", "prune"}})
+}
+
+// pruneRegistry holds what one "digest prune" pushes.
+func pruneRegistry(pruned int64, at time.Time) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	n := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "receipts_pruned_total",
 		Help: "Receipts (with their history) deleted by the last \"digest prune\"."})
@@ -39,7 +44,7 @@ func PushPrune(ctx context.Context, url string, client *http.Client, pruned int6
 	reg.MustRegister(n, last)
 	n.Add(float64(pruned))
 	last.Set(unix(at))
-	return pushGatherer(ctx, url, client, reg, []Label{{"command", "prune"}})
+	return reg
 }
 
 func pushGatherer(ctx context.Context, url string, client *http.Client, g prometheus.Gatherer, grouping []Label) error {

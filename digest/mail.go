@@ -25,6 +25,10 @@ type Message struct {
 	// Unsubscribe is the recipient's own unsubscribe URI (https: for a
 	// one-click List-Unsubscribe, or mailto:), or "" (Runner.Unsubscribe).
 	Unsubscribe string
+	// Test marks a test send ("digest send-test"): the mailers prefix the
+	// subject with "[TEST] " and add the header X-Digest-Test: 1. Its Key
+	// is a TestKey, outside every receipt.
+	Test bool
 }
 
 // Mailer hands messages to a provider. Send returns the provider's reference

@@ -275,7 +275,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	}
 	asOf := wp.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
-		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf, "run_id", cfg.RunID)
+		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
 	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {
@@ -305,7 +305,8 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			}
 			break
 		}
-		wait := next.Sub(cfg.Now())
+		// A retry that came due during the pass is due now, not "in -5m".
+		wait := max(next.Sub(cfg.Now()), 0)
 		log.Info("retry pass scheduled", "pending", pending, "in", wait.Round(time.Millisecond), "pass", passes+1)
 		if wait > 0 {
 			if err := cfg.Sleep(ctx, wait); err != nil {

@@ -182,17 +182,11 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 }
 
 func (p *pass) render(it *item) error {
-	out, err := p.r.Renderer.Render(&it.d)
+	msg, err := p.r.Renderer.Message(&it.d, it.claim.Key)
 	if err != nil {
 		return err
 	}
-	it.msg = &Message{
-		Key:     it.claim.Key,
-		To:      Address{Name: it.d.Customer.Name, Email: it.d.Customer.Email},
-		Subject: out.Subject,
-		Text:    out.Text,
-		HTML:    out.HTML,
-	}
+	it.msg = msg
 	if p.r.Unsubscribe != nil {
 		it.msg.Unsubscribe = p.r.Unsubscribe(it.d.Customer.ID)
 	}

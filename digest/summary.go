@@ -78,6 +78,16 @@ func (s *Summary) NeedsReview() bool { return s.Held > 0 || s.Quarantined > 0 }
 // Complete reports whether everything the run saw is settled.
 func (s *Summary) Complete() bool { return s.Pending == 0 && !s.Interrupted && s.Invalid == 0 }
 
+// RepeatAges returns the keys that came again by age bucket, whatever the
+// mode: observed repeats plus enforced duplicates.
+func (s *Summary) RepeatAges() [numAgeBuckets]int {
+	var r [numAgeBuckets]int
+	for i := range r {
+		r[i] = s.Repeats[i] + s.DuplicateAges[i]
+	}
+	return r
+}
+
 // LogValue implements slog.LogValuer: one line with every counter.
 func (s Summary) LogValue() slog.Value {
 	attrs := []slog.Attr{
@@ -94,13 +104,13 @@ func (s Summary) LogValue() slog.Value {
 	}
 	if s.Observed > 0 {
 		attrs = append(attrs, slog.Int("observed", s.Observed), slog.Any("would", s.Would))
-		for i, n := range s.Repeats {
-			attrs = append(attrs, slog.Int("repeat_"+AgeBucketNames[i], n))
-		}
 	}
-	for i, n := range s.DuplicateAges {
-		if n > 0 {
-			attrs = append(attrs, slog.Int("duplicate_"+AgeBucketNames[i], n))
+	if s.Observed > 0 || s.Duplicates > 0 {
+		// One name in both modes: a key that came again, by how long after
+		// it was observed (observe) or sent (enforce); a cohort run adds
+		// both.
+		for i, n := range s.RepeatAges() {
+			attrs = append(attrs, slog.Int("repeat_"+AgeBucketNames[i], n))
 		}
 	}
 	if s.Interrupted {

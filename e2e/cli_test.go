@@ -83,7 +83,7 @@ func TestScheduleHandsEverythingAfterDashDashToEachRun(t *testing.T) {
 		t.Fatalf("the scheduled run did not exit 0:\n%s", log.String())
 	}
 	// --content-version and --tz after "--" are the run's, not schedule's.
-	if !regexp.MustCompile(`"msg":"run starting","week":"2026-W48","type":"weekly_activity","version":"v9"`).MatchString(log.String()) {
+	if !regexp.MustCompile(`"msg":"run starting",("run_id":"[^"]*",)?"week":"2026-W48","type":"weekly_activity","version":"v9"`).MatchString(log.String()) {
 		t.Fatalf("the run did not get --week 2026-W48 --content-version v9:\n%s", log.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "outbox", "*.eml"))

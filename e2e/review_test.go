@@ -23,35 +23,7 @@ func TestReviewHeldRowsMarkSentAndRelease(t *testing.T) {
 	want := e.Seed(20, week40)
 
 	// The crashed run: two claims marked as sending, never finished.
-	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := ledger.OpenPostgres(context.Background(), ledger.Config{DatabaseURL: e.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	var keys []digest.Key
-	var emails []string
-	spec := digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
-	for r := range snapshot.Synthetic(20, week40, 1) {
-		d, err := digest.Build(r, spec)
-		if err != nil || d.Empty() || len(keys) == 2 {
-			continue
-		}
-		res, err := store.Claim(context.Background(), []digest.ClaimRequest{{
-			Keys: kr.Candidates(d.Identity), Fingerprint: d.Fingerprint(), Week: week40, RunID: "crashed", Lease: time.Millisecond,
-		}})
-		if err != nil || res[0].Outcome != digest.OutcomeClaimed {
-			t.Fatalf("claim: %v %v", res, err)
-		}
-		if errs, err := store.StartSending(context.Background(), []digest.Fence{{Key: res[0].Key, Token: res[0].Token}}); err != nil || errs[0] != nil {
-			t.Fatalf("start sending: %v %v", errs, err)
-		}
-		keys = append(keys, res[0].Key)
-		emails = append(emails, r.Customer.Email)
-	}
+	keys, emails := crashedSends(t, e, 20, 2)
 
 	held := e.Run("run", "--week", "2026-W40", "--ambiguous", "hold")
 	if held.Code != 4 || held.Count(t, "held") != 2 {
@@ -97,4 +69,42 @@ func TestReviewHeldRowsMarkSentAndRelease(t *testing.T) {
 	if nothing := e.MustRun("review", "list"); !strings.Contains(nothing.Stdout, "nothing waits for review") {
 		t.Fatalf("review list after review:\n%s", nothing.Stdout)
 	}
+}
+
+// crashedSends leaves what a run that crashed mid-send leaves: n claims of
+// the first customers (of seeded) with activity, marked as sending, never
+// finished, with a lease that has already expired. It returns their keys
+// and the customers' emails.
+func crashedSends(t *testing.T, e *e2etest.Env, seeded, n int) ([]digest.Key, []string) {
+	t.Helper()
+	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := ledger.OpenPostgres(context.Background(), ledger.Config{DatabaseURL: e.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var keys []digest.Key
+	var emails []string
+	spec := digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	for r := range snapshot.Synthetic(seeded, week40, 1) {
+		d, err := digest.Build(r, spec)
+		if err != nil || d.Empty() || len(keys) == n {
+			continue
+		}
+		res, err := store.Claim(context.Background(), []digest.ClaimRequest{{
+			Keys: kr.Candidates(d.Identity), Fingerprint: d.Fingerprint(), Week: week40, RunID: "crashed", Lease: time.Millisecond,
+		}})
+		if err != nil || res[0].Outcome != digest.OutcomeClaimed {
+			t.Fatalf("claim: %v %v", res, err)
+		}
+		if errs, err := store.StartSending(context.Background(), []digest.Fence{{Key: res[0].Key, Token: res[0].Token}}); err != nil || errs[0] != nil {
+			t.Fatalf("start sending: %v %v", errs, err)
+		}
+		keys = append(keys, res[0].Key)
+		emails = append(emails, r.Customer.Email)
+	}
+	return keys, emails
 }

@@ -68,7 +68,7 @@ claim AS (
         claim_token = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.claim_token ELSE excluded.claim_token END,
         lease_expires_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN NULL ELSE excluded.lease_expires_at END,
         send_started = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.send_started ELSE false END,
-        send_started_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.send_started_at END,
+        send_started_at = r.send_started_at, -- kept on takeover: the window on-call searches the provider in
         -- A claim taken over after its send started may have reached the
         -- provider; a retryable row carries the mark its Finish left.
         maybe_sent = r.maybe_sent OR (r.state = 'claimed' AND r.send_started),

@@ -87,7 +87,7 @@ WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.key))
 		}
 		c.state, c.token, c.attempts = digest.StateClaimed, token, c.attempts+1
 		_, err = tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'claimed',
-    attempts = ?, claim_token = ?, lease_expires_at = ?, send_started = 0, send_started_at = NULL,
+    attempts = ?, claim_token = ?, lease_expires_at = ?, send_started = 0,
     maybe_sent = ?, next_attempt_at = NULL, last_attempt_at = ?, run_id = ?, updated_at = ?
 WHERE key = ?`, c.attempts, token, now.Add(r.Lease).UnixMicro(), c.maybeSent, now.UnixMicro(), r.RunID, now.UnixMicro(), string(c.key))
 		if err != nil {

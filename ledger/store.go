@@ -42,6 +42,9 @@ type Store interface {
 	// Tombstones returns the prune tombstones of week, or of every week
 	// when week is zero, newest week first.
 	Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error)
+	// Pinned returns what the first run of pin fixed, and false when the
+	// week is not pinned yet; it never pins (previews and test sends).
+	Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error)
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 

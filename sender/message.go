@@ -21,6 +21,10 @@ const (
 	HeaderMailpitTags = "X-Tags"
 	// HeaderPostmarkKey is Postmark's metadata field "digest-key".
 	HeaderPostmarkKey = "X-PM-Metadata-digest-key"
+	// HeaderTest is "1" on a test send (digest.Message.Test).
+	HeaderTest = "X-Digest-Test"
+	// TestSubjectPrefix starts the subject of a test send.
+	TestSubjectPrefix = "[TEST] "
 )
 
 // maxAddrLen is the longest address RFC 5321 allows in a path.
@@ -151,11 +155,19 @@ func (e envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	if m.Text == "" && m.HTML == "" {
 		return nil, permanent(errors.New("message has neither text nor HTML"))
 	}
-	msg := gomail.NewMsg()
+	// go-mail would name itself and its version in User-Agent and
+	// X-Mailer: it tells a reader which library to aim at, and nobody else
+	// anything.
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	from := e.from
 	msg.FromMailAddress(&from)
 	msg.ToMailAddress(&mail.Address{Name: headerText(m.To.Name), Address: m.To.Email})
-	msg.Subject(headerText(m.Subject))
+	subject := headerText(m.Subject)
+	if m.Test {
+		subject = TestSubjectPrefix + subject
+		msg.SetGenHeader(HeaderTest, "1")
+	}
+	msg.Subject(subject)
 	msg.SetDateWithValue(now)
 	msg.SetMessageIDWithValue(MessageID(key, e.fromDomain))
 	msg.SetGenHeader(HeaderKey, string(key))

@@ -130,23 +130,77 @@ CREATE INDEX IF NOT EXISTS digest_activity_customer_occurred
     ON digest_activity (customer_id, occurred_at);`
 
 // Seed creates the demo tables if absent and loads records with COPY,
-// streaming (constant memory). It returns how many customers and activity
-// rows it wrote. Customers already present make it fail (unique id).
+// streaming (constant memory). It returns how many customers it read and
+// how many activity rows it added.
+//
+// Into tables that already hold customers (a demo of several weeks) it
+// adds what is new: customers already present are kept as they are, and an
+// activity row identical to one present (same customer, time, kind, amount
+// and currency) is not added again, so seeding the same week twice changes
+// nothing. That path stages the records in temporary tables first; empty
+// tables are loaded directly.
 func Seed(ctx context.Context, pool *pgxpool.Pool, records iter.Seq[digest.Record]) (customers, rows int64, err error) {
 	if _, err := pool.Exec(ctx, SchemaSQL); err != nil {
 		return 0, 0, fmt.Errorf("create demo tables: %w", err)
 	}
+	var loaded bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM digest_customers)`).Scan(&loaded); err != nil {
+		return 0, 0, fmt.Errorf("seed: %w", err)
+	}
+	if !loaded {
+		return copyRecords(ctx, pool, "digest_customers", "digest_activity", records)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+CREATE TEMP TABLE seed_customers (customer_id text, email text, name text, locale text) ON COMMIT DROP;
+CREATE TEMP TABLE seed_activity (LIKE digest_activity) ON COMMIT DROP;`)
+		if err != nil {
+			return err
+		}
+		if customers, _, err = copyRecords(ctx, tx, "seed_customers", "seed_activity", records); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO digest_customers (customer_id, email, name, locale)
+SELECT customer_id, email, name, locale FROM seed_customers ON CONFLICT (customer_id) DO NOTHING`)
+		if err != nil {
+			return fmt.Errorf("add customers: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO digest_activity (customer_id, occurred_at, recorded_at, kind, amount_minor, currency, description)
+SELECT s.customer_id, s.occurred_at, s.recorded_at, s.kind, s.amount_minor, s.currency, s.description
+FROM seed_activity s
+WHERE NOT EXISTS (SELECT 1 FROM digest_activity a WHERE a.customer_id = s.customer_id
+    AND a.occurred_at = s.occurred_at AND a.kind = s.kind AND a.amount_minor = s.amount_minor AND a.currency = s.currency)`)
+		if err != nil {
+			return fmt.Errorf("add activity: %w", err)
+		}
+		rows = tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("seed into loaded tables: %w", err)
+	}
+	return customers, rows, nil
+}
+
+// copier is a pool or a transaction.
+type copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// copyRecords loads records into a customers and an activity table with
+// COPY.
+func copyRecords(ctx context.Context, db copier, customerTable, activityTable string, records iter.Seq[digest.Record]) (customers, rows int64, err error) {
 	// Two COPY streams cannot share one pass over records without holding
 	// them; activity is re-derived from the same deterministic sequence.
-	customers, err = pool.CopyFrom(ctx, pgx.Identifier{"digest_customers"},
+	customers, err = db.CopyFrom(ctx, pgx.Identifier{customerTable},
 		[]string{"customer_id", "email", "name", "locale"},
 		copySource(records, func(r digest.Record, emit func([]any)) {
 			emit([]any{r.Customer.ID, r.Customer.Email, r.Customer.Name, r.Customer.Locale})
 		}))
 	if err != nil {
-		return 0, 0, fmt.Errorf("copy digest_customers: %w", err)
+		return 0, 0, fmt.Errorf("copy %s: %w", customerTable, err)
 	}
-	rows, err = pool.CopyFrom(ctx, pgx.Identifier{"digest_activity"},
+	rows, err = db.CopyFrom(ctx, pgx.Identifier{activityTable},
 		[]string{"customer_id", "occurred_at", "recorded_at", "kind", "amount_minor", "currency", "description"},
 		copySource(records, func(r digest.Record, emit func([]any)) {
 			for _, a := range r.Activity {
@@ -154,7 +208,7 @@ func Seed(ctx context.Context, pool *pgxpool.Pool, records iter.Seq[digest.Recor
 			}
 		}))
 	if err != nil {
-		return customers, 0, fmt.Errorf("copy digest_activity: %w", err)
+		return customers, 0, fmt.Errorf("copy %s: %w", activityTable, err)
 	}
 	return customers, rows, nil
 }

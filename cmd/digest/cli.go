@@ -66,6 +66,8 @@ func commands() []command {
 		{"review", "list, show, release or mark sent held and quarantined receipts", cmdReview},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},
 		{"schedule", "run weekly on a cron schedule (instead of a CronJob)", cmdSchedule},
+		{"preview", "render one customer's digest of a week; sends nothing", cmdPreview},
+		{"send-test", "send a sample of a week's digests to an internal address, marked as tests", cmdSendTest},
 		{"seed", "fill demo source tables, or write a demo snapshot file", cmdSeed},
 		{"week", "print the ISO week of a date and its bounds", cmdWeek},
 		{"key", "print the ledger key of one customer's digest", cmdKey},

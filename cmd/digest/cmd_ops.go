@@ -273,10 +273,12 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 const reviewHelp = `Usage:
-  digest review list [--state held|quarantined] [--week YYYY-Www] [--limit N]
+  digest review list [--state held|quarantined] [--week YYYY-Www] [--limit N] [--json]
   digest review show KEY
   digest review release KEY --reason TEXT [--by NAME]
+  digest review release --week YYYY-Www --state held|quarantined --reason TEXT [--by NAME]
   digest review mark-sent KEY --ref PROVIDER_REF --reason TEXT [--by NAME]
+  digest review mark-sent --week YYYY-Www --from-provider --reason TEXT [--by NAME]
 
 Operator work on receipts that wait for a person. A held receipt is a send
 that may have reached the provider when nobody could tell: find the message
@@ -287,22 +289,34 @@ under an existing key: investigate the source; release adopts the new
 content if the old one was never sent. Every action is recorded in the
 receipt's history with who and why. KEY is what "digest key" prints.
 
+"show" prints when the send started (kept across takeovers) and every
+send start in the history: search the provider from the first. With
+--week instead of a KEY, release and mark-sent act on every receipt of
+that week: release those in --state; mark-sent --from-provider asks the
+look-up (DIGEST_LOOKUP_URL, from the environment) about each held one,
+marks sent those it finds, and leaves the rest held.
+
 Examples:
   digest review list
   digest review show k1:3f2a...
   digest review release k1:3f2a... --reason "not in provider logs (ticket OPS-142)"
   digest review mark-sent k1:3f2a... --ref 0a1b2c --reason "found in provider activity"
+  digest review mark-sent --week 2026-W48 --from-provider --reason "provider outage OPS-150"
+  digest review release --week 2026-W48 --state held --reason "not at the provider (OPS-150)"
+  digest review list --week 2026-W48 --json
 `
 
 func cmdReview(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "review", reviewHelp)
 	st := register(fs, env, gLedger, gLog)
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
-	week := fs.String("week", "", "list only this ISO week")
+	week := fs.String("week", "", "list only this ISO week; release and mark-sent without a KEY: act on every receipt of it")
 	limit := fs.Int("limit", 100, "list at most this many of each state (the list says how many more there are)")
 	reason := fs.String("reason", "", "why (required for release and mark-sent; kept in the history)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
 	ref := fs.String("ref", "", "the provider's reference of the message (mark-sent)")
+	fromProvider := fs.Bool("from-provider", false, "mark-sent --week: ask the look-up (DIGEST_LOOKUP_URL) about every held receipt of the week")
+	asJSON := fs.Bool("json", false, "list: print JSON (for scripts) instead of a table")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -313,6 +327,9 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	sub, rest := pos[0], pos[1:]
 	if !slices.Contains([]string{"list", "show", "release", "mark-sent"}, sub) {
 		return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+	}
+	if (sub == "release" || sub == "mark-sent") && len(rest) == 0 && *week != "" {
+		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider)
 	}
 	var key digest.Key
 	if sub != "list" {
@@ -341,6 +358,9 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	act := ledger.Action{By: *by, Reason: *reason}
 	switch sub {
 	case "list":
+		if *asJSON {
+			return reviewListJSON(ctx, env, store, *state, *week, *limit)
+		}
 		return reviewList(ctx, env, store, *state, *week, *limit)
 	case "show":
 		return reviewShow(ctx, env, store, key)
@@ -383,43 +403,21 @@ func reviewErr(key digest.Key, err error) error {
 }
 
 func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week string, limit int) error {
-	if limit < 1 {
-		return usagef("--limit %d: want 1 or more", limit)
-	}
-	var w digest.ISOWeek
-	if week != "" {
-		var err error
-		if w, err = digest.ParseISOWeek(week); err != nil {
-			return usagef("--week: %v", err)
-		}
-	}
-	states := []digest.State{digest.StateHeld, digest.StateQuarantined}
-	if state != "" {
-		states = []digest.State{digest.State(state)}
+	pages, err := listPages(ctx, store, state, week, limit)
+	if err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tSTATE\tWEEK\tATTEMPTS\tUPDATED\tLAST ERROR")
 	n := 0
 	var more []string
-	for _, s := range states {
-		f := ledger.ListFilter{State: s, Week: w, Limit: limit}
-		rs, err := store.List(ctx, f)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
+	for _, p := range pages {
+		for _, r := range p.receipts {
 			n++
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Key, r.State, r.Week, r.Attempts, r.UpdatedAt.UTC().Format(time.RFC3339), oneLine(r.LastError))
 		}
-		if len(rs) == limit {
-			f.After = rs[len(rs)-1].Key
-			rest, err := countListed(ctx, store, f)
-			if err != nil {
-				return err
-			}
-			if rest > 0 {
-				more = append(more, fmt.Sprintf("%d more %s", rest, s))
-			}
+		if p.notListed > 0 {
+			more = append(more, fmt.Sprintf("%d more %s", p.notListed, p.state))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -475,6 +473,9 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 		if kv[1] != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 		}
+	}
+	if starts := sendStarts(events); len(starts) > 0 {
+		fmt.Fprintf(tw, "send starts\t%s\n", strings.Join(starts, ", "))
 	}
 	fmt.Fprintln(tw, "\nHISTORY\t")
 	for _, e := range events {

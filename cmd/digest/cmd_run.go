@@ -88,6 +88,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
 	if cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {
 		return err
@@ -109,6 +110,12 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if *snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
 		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	// Every mailer setting given is checked in every mode: a dry run that
+	// passes says the real run's configuration is sound.
+	ms, err := readMailer(st, cfg.Concurrency, log)
+	if err != nil {
+		return err
 	}
 	keyring, err := loadKeyring(st, log)
 	if err != nil {
@@ -136,20 +143,30 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 
 	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
 	r.Unsubscribe = unsubscribeURI
+	var checks []checkResult
+	var checkErr error
 	if cfg.Mode == digest.ModeEnforce {
-		m, lookup, err := openMailer(st, cfg.Concurrency, log)
+		m, lookup, err := openMailer(st, ms)
 		if err != nil {
 			return err
 		}
 		defer m.Close()
 		r.Mailer, r.Lookup = m, lookup
+	} else {
+		checks, checkErr = checkMailer(ctx, st, ms, log)
 	}
+	log.Info("run configured", "week", cfg.Spec.Week.String(), "mode", string(cfg.Mode),
+		"ledger", describeLedger(st), "mailer", ms.String())
 
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
-	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log))
+	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), checks)
 	err = runExit(sum, runErr)
+	if err == nil && checkErr != nil {
+		// The dry run itself went through; the real one could not send.
+		err = usagef("%v: a real run would fail", checkErr)
+	}
 	recordRun(ctx, st, log, store, r, &cfg, sum, err)
 	return err
 }
@@ -296,7 +313,7 @@ func sentInWeek(ctx context.Context, store ledger.Store, cfg *digest.RunConfig, 
 }
 
 // report logs the summary and, on a terminal, prints it as a table.
-func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary, sent func() (int64, bool)) {
+func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary, sent func() (int64, bool), checks []checkResult) {
 	msg := "run finished"
 	switch {
 	case cfg.Mode == digest.ModeObserve:
@@ -307,8 +324,12 @@ func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summar
 			msg = fmt.Sprintf("nothing to send: all %d digests of %s were already sent", n, cfg.Spec.Week)
 		}
 	}
-	log.Info(msg, "week", cfg.Spec.Week.String(), "summary", sum)
+	attrs := []any{"week", cfg.Spec.Week.String(), "summary", sum}
+	for _, c := range checks {
+		attrs = append(attrs, c.name+"_check", c.result)
+	}
+	log.Info(msg, attrs...)
 	if isTerminal(env.Stdout) {
-		printSummary(env, cfg, sum, msg)
+		printSummary(env, cfg, sum, msg, checks...)
 	}
 }

@@ -19,11 +19,14 @@ activity in the week, for demos, tests and benchmarks. Without --out it
 creates the demo tables digest_customers and digest_activity in
 DIGEST_DATABASE_URL if absent and loads them with COPY; with --out it writes
 a JSON Lines snapshot instead. The same N, week and seed always give the
-same data. Never point it at a production database.
+same data. Into tables that already hold customers it adds the customers
+that are new and the week's activity, so a demo can have several weeks;
+seeding a week twice adds nothing. Never point it at a production database.
 
 Examples:
   digest seed --customers 1000 --week 2026-W48 --out /tmp/week48.jsonl
   DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1/test digest seed --customers 20000 --week 2026-W48
+  DIGEST_DATABASE_URL=postgres://postgres@127.0.0.1/test digest seed --customers 20000 --week 2026-W49
 `
 
 func cmdSeed(ctx context.Context, env *Env, args []string) error {

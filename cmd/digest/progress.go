@@ -37,7 +37,7 @@ func startProgress(env *Env, r *digest.Runner) func() {
 }
 
 // printSummary writes the run's summary as a table.
-func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline string) {
+func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline string, checks ...checkResult) {
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(env.Stdout, "%s\n%s %s %s, mode %s, shard %s\n", headline, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, cfg.Mode, cfg.Shard)
 	row := func(name string, v any) { fmt.Fprintf(w, "%v\t  %s\n", v, name) }
@@ -59,9 +59,14 @@ func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline st
 		for name, n := range s.Would {
 			row("would be "+name, n)
 		}
-		for i, n := range s.Repeats {
-			row("repeats "+digest.AgeBucketNames[i], n)
+	}
+	if s.Observed > 0 || s.Duplicates > 0 {
+		for i, n := range s.RepeatAges() {
+			row("repeat_"+digest.AgeBucketNames[i], n)
 		}
+	}
+	for _, c := range checks {
+		row(c.name+" check", c.result)
 	}
 	row("duration", s.Duration.Round(time.Millisecond))
 	row("claim latency p50", s.ClaimP50)

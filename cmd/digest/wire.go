@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/mail"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
@@ -67,67 +71,183 @@ func fromAddress(st *settings) (digest.Address, error) {
 	return digest.Address{Name: a.Name, Email: a.Address}, nil
 }
 
-// openMailer returns the SMTP mailer, or the file outbox when no SMTP URL
-// is set, and the look-up to use for maybe-sent digests. With a PostgreSQL
-// ledger the outbox must be named on purpose: by default it would record a
-// production week as sent into files nobody reads.
-func openMailer(st *settings, concurrency int, log *slog.Logger) (digest.Mailer, digest.Lookup, error) {
-	if st.str("DIGEST_SMTP_URL") == "" && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
-		return nil, nil, usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
-	}
+// mailerSettings are the mailer settings read and validated without opening
+// anything: every mode reads them, so that a dry run refuses what the real
+// run would refuse.
+type mailerSettings struct {
+	lookup    digest.Lookup
+	lookupURL string               // DIGEST_LOOKUP_URL without credentials, for the log
+	smtp      *sender.MailerConfig // nil: the file outbox
+	outbox    sender.OutboxConfig
+}
+
+// readMailer reads every mailer setting given, whichever mailer they
+// select: a rate that is not a number is an error with the outbox too.
+func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings, error) {
+	var ms mailerSettings
 	from, err := fromAddress(st)
 	if err != nil {
-		return nil, nil, err
+		return ms, err
 	}
-	lookup, err := openLookup(st)
+	if ms.lookup, err = openLookup(st); err != nil {
+		return ms, err
+	}
+	ms.lookupURL = redactURL(st.str("DIGEST_LOOKUP_URL"))
+	rate, err := st.positiveFloat("DIGEST_RATE")
 	if err != nil {
-		return nil, nil, err
+		return ms, err
 	}
-	raw := st.str("DIGEST_SMTP_URL")
-	if raw == "" {
-		ob, err := sender.NewOutbox(sender.OutboxConfig{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")})
-		if err != nil {
-			return nil, nil, usagef("%v", err)
-		}
-		if lookup == nil {
-			lookup = ob
-		}
-		return ob, lookup, nil
-	}
-	smtp, err := sender.ParseSMTPURL(raw)
+	burst, err := st.positiveInt("DIGEST_BURST", 100000)
 	if err != nil {
-		return nil, nil, usagef("DIGEST_SMTP_URL: %v", err)
+		return ms, err
+	}
+	limiter, err := sender.NewLimiter(rate, burst)
+	if err != nil {
+		return ms, usagef("%v", err)
 	}
 	var password string
 	if f := st.str("DIGEST_SMTP_PASSWORD_FILE"); f != "" {
 		if password, err = sender.ReadSecretFile(f); err != nil {
-			return nil, nil, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
+			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	rate, err := st.positiveFloat("DIGEST_RATE")
-	if err != nil {
-		return nil, nil, err
+	ms.outbox = sender.OutboxConfig{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")}
+	raw := st.str("DIGEST_SMTP_URL")
+	if raw == "" {
+		return ms, nil
 	}
-	burst, err := st.positiveInt("DIGEST_BURST", 100000)
+	smtp, err := sender.ParseSMTPURL(raw)
 	if err != nil {
-		return nil, nil, err
-	}
-	limiter, err := sender.NewLimiter(rate, burst)
-	if err != nil {
-		return nil, nil, usagef("%v", err)
+		return ms, usagef("DIGEST_SMTP_URL: %v", err)
 	}
 	timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
 	if err != nil {
-		return nil, nil, err
+		return ms, err
 	}
-	m, err := sender.NewSMTPMailer(sender.MailerConfig{
+	ms.smtp = &sender.MailerConfig{
 		SMTP: smtp, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
 		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log,
-	})
+	}
+	// Builds and drops a client: go-mail validates its options here.
+	m, err := sender.NewSMTPMailer(*ms.smtp)
+	if err != nil {
+		return ms, usagef("%v", err)
+	}
+	_ = m.Close()
+	return ms, nil
+}
+
+// String describes the mailer and look-up for the log, without secrets.
+func (ms mailerSettings) String() string {
+	s := "outbox " + ms.outbox.Dir
+	if ms.smtp != nil {
+		s = "smtp " + ms.smtp.SMTP.String()
+	}
+	if ms.lookupURL != "" {
+		s += ", look-up " + ms.lookupURL
+	}
+	return s
+}
+
+// openMailer returns the SMTP mailer, or the file outbox when no SMTP URL
+// is set, and the look-up to use for maybe-sent digests. With a PostgreSQL
+// ledger the outbox must be named on purpose: by default it would record a
+// production week as sent into files nobody reads.
+func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, error) {
+	if err := noMailer(st, ms); err != nil {
+		return nil, nil, err
+	}
+	if ms.smtp == nil {
+		ob, err := sender.NewOutbox(ms.outbox)
+		if err != nil {
+			return nil, nil, usagef("%v", err)
+		}
+		if ms.lookup == nil {
+			return ob, ob, nil
+		}
+		return ob, ms.lookup, nil
+	}
+	m, err := sender.NewSMTPMailer(*ms.smtp)
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
-	return m, lookup, nil
+	return m, ms.lookup, nil
+}
+
+// noMailer refuses the default outbox with a PostgreSQL ledger.
+func noMailer(st *settings, ms mailerSettings) error {
+	if ms.smtp == nil && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
+		return usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
+	}
+	return nil
+}
+
+// checkMailer connects to the SMTP server (EHLO, STARTTLS, AUTH, QUIT; no
+// message) and asks the look-up about a key no digest has, for a dry run.
+// It logs each result and returns them for the summary, with the first
+// failure.
+func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog.Logger) ([]checkResult, error) {
+	var results []checkResult
+	var first error
+	add := func(name string, configured bool, err error) {
+		r := checkResult{name: name, result: "ok"}
+		switch {
+		case !configured:
+			r.result = "not configured"
+		case err != nil:
+			r.result = "failed: " + err.Error()
+			log.Error(name+" check failed: a real run could not use it", "err", err)
+			if first == nil {
+				first = fmt.Errorf("%s check failed: %w", name, err)
+			}
+		default:
+			log.Info(name+" check passed", "mailer", ms.String())
+		}
+		results = append(results, r)
+	}
+	switch refusal := noMailer(st, ms); {
+	case refusal != nil:
+		add("smtp", true, refusal)
+	case ms.smtp != nil:
+		add("smtp", true, sender.Check(ctx, *ms.smtp))
+	default:
+		add("smtp", false, nil)
+	}
+	if ms.lookup != nil {
+		add("lookup", true, sender.CheckLookup(ctx, ms.lookup))
+	} else {
+		add("lookup", false, nil)
+	}
+	return results, first
+}
+
+// checkResult is one dry-run check, for the summary.
+type checkResult struct{ name, result string }
+
+// redactURL returns raw without user information and query (where
+// passwords and tokens go), or "" for "".
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// describeLedger names the ledger for the log, without secrets.
+func describeLedger(st *settings) string {
+	raw := st.str("DIGEST_DATABASE_URL")
+	if raw == "" {
+		return "sqlite " + st.str("DIGEST_LEDGER_PATH")
+	}
+	cfg, err := pgconn.ParseConfig(raw)
+	if err != nil {
+		return "postgres (unparsable URL)"
+	}
+	return fmt.Sprintf("postgres %s/%s user=%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), cfg.Database, cfg.User)
 }
 
 func openLookup(st *settings) (digest.Lookup, error) {

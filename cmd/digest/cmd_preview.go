@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/sender"
+)
+
+const previewHelp = `Usage: digest preview --customer ID [--week YYYY-Www] [--snapshot FILE.jsonl] [--html FILE] [--eml FILE]
+
+Renders one customer's digest of a week as a run would and prints its text
+part; --html writes the HTML part to a file, --eml the whole message (the
+headers and parts the mailer sends, dated now). Nothing is claimed, sent or
+recorded, and the week is not pinned: a pinned week is read at its pinned
+cutoff (as_of), zone and key id, a week no run has pinned yet at now, in
+DIGEST_TZ. A customer without activity in the week is rendered too (a run
+skips them unless --send-empty); a customer the source does not have is an
+error (exit 2).
+
+Examples:
+  digest preview --customer cust_0000042 --week 2026-W48
+  digest preview --customer cust_0000042 --week 2026-W48 --html /tmp/d.html --eml /tmp/d.eml
+  digest preview --customer cust_0001 --week 2026-W48 --snapshot examples/snapshot.jsonl
+`
+
+func cmdPreview(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "preview", previewHelp)
+	st := register(fs, env, gLedger, gKeys, gDigest, gLog)
+	customer := fs.String("customer", "", "customer id (required)")
+	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
+	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
+	htmlFile := fs.String("html", "", "write the HTML part to this file")
+	emlFile := fs.String("eml", "", "write the whole message (RFC 5322) to this file")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *customer == "" {
+		return usagef("--customer is required: the id of the customer whose digest to render")
+	}
+	from, err := fromAddress(st)
+	if err != nil {
+		return err
+	}
+	log := newLogger(env, st)
+	wv, err := openWeekView(ctx, st, *week, *snap, log)
+	if err != nil {
+		return err
+	}
+	defer wv.close()
+	var found *digest.Message
+	var empty bool
+	err = wv.each(ctx, func(d *digest.Digest, msg *digest.Message) bool {
+		if d.Customer.ID != *customer {
+			return true
+		}
+		found, empty = msg, d.Empty()
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	if found == nil {
+		return usagef("customer %q is not in the source for %s", *customer, wv.spec.Week)
+	}
+	if empty {
+		fmt.Fprintf(env.Stderr, "digest preview: %s has no activity in %s: a run skips them unless --send-empty\n", *customer, wv.spec.Week)
+	}
+	fmt.Fprint(env.Stdout, found.Text)
+	if *htmlFile != "" {
+		if err := os.WriteFile(*htmlFile, []byte(found.HTML), 0o600); err != nil {
+			return usagef("--html: %v", err)
+		}
+	}
+	if *emlFile != "" {
+		f, err := os.OpenFile(*emlFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return usagef("--eml: %v", err)
+		}
+		err = sender.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), time.Now())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", *emlFile, err)
+		}
+	}
+	return nil
+}
+
+// weekView reads a week's digests as a run would build them, without
+// pinning the week or claiming anything: for previews and test sends.
+type weekView struct {
+	spec     digest.Spec
+	asOf     time.Time
+	keys     *digest.Keyring
+	unsub    func(customerID string) string // nil: DIGEST_UNSUBSCRIBE_URL unset
+	source   digest.Source
+	renderer *digest.Renderer
+	close    func()
+}
+
+// openWeekView resolves the week the way a run does: at the pinned as_of,
+// zone and key id when a run has pinned it, else at now in DIGEST_TZ.
+func openWeekView(ctx context.Context, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
+	w, err := weekOrPrevious(st, week)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := st.location()
+	if err != nil {
+		return nil, err
+	}
+	if snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+		return nil, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	keys, err := loadKeyring(st, log)
+	if err != nil {
+		return nil, err
+	}
+	unsub, err := loadUnsubscribe(st, keys)
+	if err != nil {
+		return nil, err
+	}
+	renderer, err := digest.NewRenderer()
+	if err != nil {
+		return nil, err
+	}
+	wv := &weekView{
+		spec: digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		asOf: time.Now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
+	}
+	var store ledger.Store
+	if st.str("DIGEST_DATABASE_URL") != "" || fileExists(st.str("DIGEST_LEDGER_PATH")) {
+		if store, err = openLedger(ctx, st, log); err != nil {
+			return nil, err
+		}
+		if err := wv.pinned(ctx, store); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	source, closeSource, err := openSource(ctx, st, snap, store)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	wv.source = source
+	wv.close = func() {
+		closeSource()
+		if store != nil {
+			store.Close()
+		}
+	}
+	return wv, nil
+}
+
+// pinned adopts the week's pin, if a run has made one.
+func (wv *weekView) pinned(ctx context.Context, store ledger.Store) error {
+	wp, ok, err := store.Pinned(ctx, digest.SnapshotPin{Type: wv.spec.Type, Week: wv.spec.Week, Version: wv.spec.Version})
+	if err != nil || !ok {
+		return err
+	}
+	wv.asOf = wp.AsOf
+	if wp.Zone != "" {
+		loc, err := time.LoadLocation(wp.Zone)
+		if err != nil {
+			return fmt.Errorf("week %s is pinned to zone %q: %w", wv.spec.Week, wp.Zone, err)
+		}
+		wv.spec.Location = loc
+	}
+	if kr, ok := wv.keys.Pinned(wp.KeyID); ok {
+		wv.keys = kr
+	}
+	return nil
+}
+
+// each builds and renders the week's digests in customer id order and
+// calls fn with each until it returns false. A record the source cannot
+// read is skipped.
+func (wv *weekView) each(ctx context.Context, fn func(*digest.Digest, *digest.Message) bool) error {
+	q := digest.SourceQuery{Week: wv.spec.Week, Location: wv.spec.Location, AsOf: wv.asOf}
+	for rec, err := range wv.source.Records(ctx, q) {
+		var bad *digest.BadRecordError
+		if errors.As(err, &bad) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read source: %w", err)
+		}
+		d, err := digest.Build(rec, wv.spec)
+		if err != nil {
+			continue
+		}
+		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity))
+		if err != nil {
+			return err
+		}
+		if wv.unsub != nil {
+			msg.Unsubscribe = wv.unsub(d.Customer.ID)
+		}
+		if !fn(&d, msg) {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}

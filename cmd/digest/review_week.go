@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// reviewWeek runs a bulk action on one week's receipts: release --state,
+// or mark-sent --from-provider.
+func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider bool) error {
+	w, err := digest.ParseISOWeek(week)
+	if err != nil {
+		return usagef("--week: %v", err)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return usagef("%s needs --reason: the history keeps why", sub)
+	}
+	if by == "" {
+		by = "operator"
+	}
+	act := ledger.Action{By: by, Reason: reason}
+	var lookup digest.Lookup
+	switch sub {
+	case "release":
+		if state != string(digest.StateHeld) && state != string(digest.StateQuarantined) {
+			return usagef("release --week needs --state held or --state quarantined: say which receipts of the week to release")
+		}
+	case "mark-sent":
+		if !fromProvider || ref != "" {
+			return usagef("mark-sent --week needs --from-provider (and no --ref): each receipt is marked with the reference the provider gives")
+		}
+		if lookup, err = openLookup(st); err != nil {
+			return err
+		}
+		if lookup == nil {
+			return usagef("mark-sent --from-provider needs DIGEST_LOOKUP_URL: the provider to ask")
+		}
+	}
+	store, err := openLedger(ctx, st, newLogger(env, st))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if sub == "release" {
+		res, err := ledger.ReleaseWeek(ctx, store, w, digest.State(state), act)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "released %d %s receipts of %s: the next run sends them", res.Done, state, w)
+		if res.Skipped > 0 {
+			fmt.Fprintf(env.Stdout, " (%d skipped: changed meanwhile, or sent under quarantine)", res.Skipped)
+		}
+		fmt.Fprintln(env.Stdout)
+		return nil
+	}
+	res, err := ledger.MarkSentFromProvider(ctx, store, w, lookup, act)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "marked %d held receipts of %s sent (found at the provider); %d not found and %d the look-up could not tell stay held\n",
+		res.Done, w, res.NotFound, res.Errors)
+	if res.Errors > 0 {
+		return &exitError{code: ExitIncomplete, err: fmt.Errorf("%d look-ups failed; run it again later", res.Errors)}
+	}
+	return nil
+}
+
+// listedReceipt is one receipt of "review list --json".
+type listedReceipt struct {
+	Key       string    `json:"key"`
+	State     string    `json:"state"`
+	Week      string    `json:"week"`
+	Attempts  int       `json:"attempts"`
+	MaybeSent bool      `json:"maybe_sent"`
+	SendStart time.Time `json:"send_started_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// reviewListJSON prints what reviewList prints, as one JSON object:
+// {"receipts": [...], "not_listed": {"held": N}} (not_listed: beyond --limit).
+func reviewListJSON(ctx context.Context, env *Env, store ledger.Store, state, week string, limit int) error {
+	pages, err := listPages(ctx, store, state, week, limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Receipts  []listedReceipt `json:"receipts"`
+		NotListed map[string]int  `json:"not_listed"`
+	}{Receipts: []listedReceipt{}, NotListed: map[string]int{}}
+	for _, p := range pages {
+		for _, r := range p.receipts {
+			out.Receipts = append(out.Receipts, listedReceipt{Key: string(r.Key), State: string(r.State), Week: r.Week,
+				Attempts: r.Attempts, MaybeSent: r.MaybeSent, SendStart: r.SendStartedAt, UpdatedAt: r.UpdatedAt, LastError: oneLine(r.LastError)})
+		}
+		if p.notListed > 0 {
+			out.NotListed[string(p.state)] = p.notListed
+		}
+	}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// listPage is what "review list" shows of one state: the first --limit
+// receipts and how many more there are.
+type listPage struct {
+	state     digest.State
+	receipts  []ledger.Receipt
+	notListed int
+}
+
+// listPages reads what "review list" shows: per state (held and
+// quarantined, or the one --state names), at most limit receipts.
+func listPages(ctx context.Context, store ledger.Store, state, week string, limit int) ([]listPage, error) {
+	if limit < 1 {
+		return nil, usagef("--limit %d: want 1 or more", limit)
+	}
+	var w digest.ISOWeek
+	if week != "" {
+		var err error
+		if w, err = digest.ParseISOWeek(week); err != nil {
+			return nil, usagef("--week: %v", err)
+		}
+	}
+	states := []digest.State{digest.StateHeld, digest.StateQuarantined}
+	if state != "" {
+		states = []digest.State{digest.State(state)}
+	}
+	var pages []listPage
+	for _, s := range states {
+		f := ledger.ListFilter{State: s, Week: w, Limit: limit}
+		rs, err := store.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		p := listPage{state: s, receipts: rs}
+		if len(rs) == limit {
+			f.After = rs[len(rs)-1].Key
+			if p.notListed, err = countListed(ctx, store, f); err != nil {
+				return nil, err
+			}
+		}
+		pages = append(pages, p)
+	}
+	return pages, nil
+}
+
+// sendStarts returns the times of the "send started" events: the first is
+// where a search at the provider begins.
+func sendStarts(events []ledger.Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Detail == "send started" {
+			out = append(out, e.At.UTC().Format(time.RFC3339))
+		}
+	}
+	return out
+}

@@ -169,7 +169,7 @@ func TestLocaleChangeBetweenRunsIsNeverSentTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := strings.Replace(string(b), `"locale":"ja-JP"`, `"locale":"en-GB"`, 1) // renders in English now
-	changed = strings.Replace(changed, `"locale":"de-DE"`, `"locale":"de-AT"`, 1)   // renders the same German
+	changed = strings.Replace(changed, `"locale":"de-DE"`, `"locale":"de-AT"`, 1)    // renders the same German
 	path := filepath.Join(e.Dir, "changed.jsonl")
 	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -104,7 +105,7 @@ func (p *provider) totals() (accepted, dups int) {
 type fixture struct {
 	t     *testing.T
 	clock *clock
-	store *ledger.SQLite
+	store *sqlite.Store
 	src   *snapshot.File
 	kr    *digest.Keyring
 	want  int // customers with activity
@@ -115,7 +116,7 @@ func newFixture(t *testing.T, customers int) *fixture {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := &clock{now: time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)}
-	store, err := ledger.OpenSQLite(ctx, ledger.Config{Path: filepath.Join(dir, "ledger.db"), Now: clk.Now})
+	store, err := sqlite.Open(ctx, ledger.Config{Path: filepath.Join(dir, "ledger.db"), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -81,7 +82,7 @@ func crashedSends(t *testing.T, e *e2etest.Env, seeded, n int) ([]digest.Key, []
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := ledger.OpenPostgres(context.Background(), ledger.Config{DatabaseURL: e.URL})
+	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: e.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,84 +8,84 @@ import (
 )
 
 // current is the part of a stored receipt a claim decides on.
-type current struct {
-	key          digest.Key
-	state        digest.State
-	fingerprint  string
-	attempts     int
-	token        int64
-	leaseExpires time.Time
-	nextAttempt  time.Time
-	sentAt       time.Time
-	providerRef  string
-	maybeSent    bool
-	sendStarted  bool
+type Stored struct {
+	Key          digest.Key
+	State        digest.State
+	Fingerprint  string
+	Attempts     int
+	Token        int64
+	LeaseExpires time.Time
+	NextAttempt  time.Time
+	SentAt       time.Time
+	ProviderRef  string
+	MaybeSent    bool
+	SendStarted  bool
 	// takenOver: this claim took over an expired claim and the receipt is
 	// maybe sent (see digest.ClaimResult.TakenOverAt).
-	takenOver bool
+	TakenOver bool
 }
 
 // claimable reports whether a request with the stored fingerprint may take
 // c over at now: a due retryable row, or a claimed row whose lease expired.
-func (c *current) claimable(now time.Time) bool {
-	switch c.state {
+func (c *Stored) Claimable(now time.Time) bool {
+	switch c.State {
 	case digest.StateRetryable:
-		return !now.Before(c.nextAttempt)
+		return !now.Before(c.NextAttempt)
 	case digest.StateClaimed:
-		return !now.Before(c.leaseExpires)
+		return !now.Before(c.LeaseExpires)
 	}
 	return false
 }
 
 // report is the outcome for a receipt this call did not change. A row that
 // looks claimable here lost a race to another claim: Busy, never Claimed.
-func report(c *current, fingerprint string, now time.Time) digest.ClaimResult {
-	res := digest.ClaimResult{Key: c.key}
+func Unclaimed(c *Stored, fingerprint string, now time.Time) digest.ClaimResult {
+	res := digest.ClaimResult{Key: c.Key}
 	switch {
-	case c.state == digest.StateQuarantined || c.fingerprint != fingerprint:
+	case c.State == digest.StateQuarantined || c.Fingerprint != fingerprint:
 		res.Outcome = digest.OutcomeQuarantined
-	case c.state == digest.StateSent:
+	case c.State == digest.StateSent:
 		res.Outcome = digest.OutcomeAlreadySent
-		res.ProviderRef, res.SentAt = c.providerRef, c.sentAt
-	case c.state == digest.StateFailed:
+		res.ProviderRef, res.SentAt = c.ProviderRef, c.SentAt
+	case c.State == digest.StateFailed:
 		res.Outcome = digest.OutcomeFailed
-	case c.state == digest.StateHeld:
+	case c.State == digest.StateHeld:
 		res.Outcome = digest.OutcomeHeld
-	case c.state == digest.StateRetryable && now.Before(c.nextAttempt):
+	case c.State == digest.StateRetryable && now.Before(c.NextAttempt):
 		res.Outcome = digest.OutcomeNotDue
-		res.NextAttempt = c.nextAttempt
+		res.NextAttempt = c.NextAttempt
 	default:
 		res.Outcome = digest.OutcomeBusy
-		res.NextAttempt = c.leaseExpires
-		if c.state == digest.StateRetryable {
-			res.NextAttempt = c.nextAttempt
+		res.NextAttempt = c.LeaseExpires
+		if c.State == digest.StateRetryable {
+			res.NextAttempt = c.NextAttempt
 		}
 	}
 	return res
 }
 
 // claimed is the result for a row this call has just claimed at now.
-func claimed(c *current, now time.Time) digest.ClaimResult {
+func Claimed(c *Stored, now time.Time) digest.ClaimResult {
 	res := digest.ClaimResult{
 		Outcome:      digest.OutcomeClaimed,
-		Key:          c.key,
-		Token:        c.token,
-		Attempt:      c.attempts,
-		MaybeSent:    c.maybeSent,
-		LeaseExpires: c.leaseExpires,
+		Key:          c.Key,
+		Token:        c.Token,
+		Attempt:      c.Attempts,
+		MaybeSent:    c.MaybeSent,
+		LeaseExpires: c.LeaseExpires,
 	}
-	if c.takenOver {
+	if c.TakenOver {
 		res.TakenOverAt = now
 	}
 	return res
 }
 
 // would is what a claim would decide now, for observe mode.
-func would(c *current, fingerprint string, now time.Time) digest.Outcome {
-	if c == nil || c.fingerprint == fingerprint && c.claimable(now) {
+func ObservedOutcome(c *Stored, fingerprint string, now time.Time) digest.Outcome {
+	if c == nil || c.Fingerprint == fingerprint && c.Claimable(now) {
 		return digest.OutcomeClaimed
 	}
-	return report(c, fingerprint, now).Outcome
+	return Unclaimed(c, fingerprint, now).Outcome
 }
 
 // validateKeys checks that every key has the stored form KID:HEX: nothing
@@ -100,7 +100,7 @@ func validateKeys(keys []digest.Key) error {
 	return nil
 }
 
-func validateClaims(reqs []digest.ClaimRequest) error {
+func ValidateClaims(reqs []digest.ClaimRequest) error {
 	for i, r := range reqs {
 		if err := validateKeys(r.Keys); err != nil {
 			return err
@@ -119,7 +119,7 @@ func validateClaims(reqs []digest.ClaimRequest) error {
 	return nil
 }
 
-func validateFinishes(fs []digest.Finish) error {
+func ValidateFinishes(fs []digest.Finish) error {
 	for _, f := range fs {
 		switch f.State {
 		case digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld:
@@ -130,7 +130,7 @@ func validateFinishes(fs []digest.Finish) error {
 	return nil
 }
 
-func validateObservations(obs []digest.Observation) error {
+func ValidateObservations(obs []digest.Observation) error {
 	for i, o := range obs {
 		if len(o.Keys) == 0 {
 			return fmt.Errorf("%w: observation %d: no keys", ErrInvalid, i)
@@ -143,7 +143,7 @@ func validateObservations(obs []digest.Observation) error {
 }
 
 // finishDetail is the history line of a Finish.
-func finishDetail(f digest.Finish) string {
+func FinishDetail(f digest.Finish) string {
 	if f.State == digest.StateSent && f.ProviderRef != "" {
 		if f.Reason == "" {
 			return "provider ref " + f.ProviderRef
@@ -154,14 +154,14 @@ func finishDetail(f digest.Finish) string {
 }
 
 // nextAttempt is f's next attempt time, now when unset.
-func nextAttempt(f digest.Finish, now time.Time) time.Time {
+func NextAttempt(f digest.Finish, now time.Time) time.Time {
 	if f.NextAttempt.IsZero() {
 		return now
 	}
 	return f.NextAttempt
 }
 
-func keyStrings(keys []digest.Key) []string {
+func KeyStrings(keys []digest.Key) []string {
 	s := make([]string, len(keys))
 	for i, k := range keys {
 		s[i] = string(k)
@@ -171,14 +171,14 @@ func keyStrings(keys []digest.Key) []string {
 
 // release decides what Release does to r: from quarantine (adopting the
 // conflicting fingerprint) or from held; the error refuses it.
-func release(r Receipt, by Action) (fromQuarantine bool, detail string, err error) {
+func DecideRelease(r Receipt, by Action) (fromQuarantine bool, detail string, err error) {
 	switch {
 	case r.State == digest.StateHeld:
-		return false, by.detail("released for resend"), nil
+		return false, by.Detail("released for resend"), nil
 	case r.State == digest.StateQuarantined && !r.SentAt.IsZero():
 		return false, "", ErrWasSent
 	case r.State == digest.StateQuarantined:
-		return true, by.detail("released from quarantine; fingerprint " + r.ConflictFingerprint + " adopted"), nil
+		return true, by.Detail("released from quarantine; fingerprint " + r.ConflictFingerprint + " adopted"), nil
 	}
 	return false, "", fmt.Errorf("%w: %s", ErrWrongState, r.State)
 }

@@ -1,7 +1,10 @@
 // Package ledger is the receipt ledger: the state machine that decides
-// whether a digest may be sent, on PostgreSQL (Postgres, pgx v5) or on an
-// embedded SQLite file (SQLite, modernc.org/sqlite). Both implement
-// digest.Ledger and Store and pass one contract suite.
+// whether a digest may be sent. This package holds what every store
+// shares: the Store interface and its request and result types, the
+// decision rules, the errors and the history texts. The stores are
+// packages of their own: ledger/postgres (pgx v5) and ledger/sqlite (an
+// embedded file, modernc.org/sqlite); both implement digest.Ledger and
+// Store and pass one contract suite.
 //
 // # Decisions this package makes
 //

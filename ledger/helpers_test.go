@@ -12,6 +12,8 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
+	"github.com/weeklydigest/digest/ledger/sqlite"
 )
 
 // clock is a test clock that moves only when told.
@@ -68,12 +70,20 @@ func open(t testing.TB, cfg ledger.Config, clk *clock) ledger.Store {
 	if clk != nil {
 		cfg.Now = clk.Now
 	}
-	s, err := ledger.Open(context.Background(), cfg)
+	s, err := openStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// openStore opens PostgreSQL when cfg.DatabaseURL is set, else SQLite.
+func openStore(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
+	if cfg.DatabaseURL != "" {
+		return postgres.Open(ctx, cfg)
+	}
+	return sqlite.Open(ctx, cfg)
 }
 
 // fresh returns a migrated store on a new database, with its clock and config.

@@ -29,7 +29,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	cfg := ledger.Config{DatabaseURL: os.Getenv("HELPER_DATABASE_URL"), Path: os.Getenv("HELPER_PATH")}
-	s, err := ledger.Open(ctx, cfg)
+	s, err := openStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
 // Renew keeps held claims exclusive past their first lease, in one call;
@@ -90,7 +90,7 @@ func TestTakeoverOfStartedSendSaysWhen(t *testing.T) {
 func TestRenewSkipsLockedRows(t *testing.T) {
 	t.Parallel()
 	s, clk, _ := fresh(t, backends[0])
-	pg, ok := s.(*ledger.Postgres)
+	pg, ok := s.(*postgres.Store)
 	if !ok {
 		t.Fatalf("store %T is not PostgreSQL", s)
 	}

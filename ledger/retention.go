@@ -6,11 +6,17 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// tombstoneColumns are the columns of a digest.PruneTombstone, in scan
-// order (both dialects).
-const tombstoneColumns = `digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at`
+// ReceiptColumns are the columns of a Receipt, in scan order (both dialects).
+const ReceiptColumns = `key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
+    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
+    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
+    run_id, iso_week, updated_at`
 
-func parseTombstoneWeek(t *digest.PruneTombstone, week string) error {
+// TombstoneColumns are the columns of a digest.PruneTombstone, in scan
+// order (both dialects).
+const TombstoneColumns = `digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at`
+
+func ParseTombstoneWeek(t *digest.PruneTombstone, week string) error {
 	w, err := digest.ParseISOWeek(week)
 	if err != nil {
 		return fmt.Errorf("tombstone week %q: %w", week, err)
@@ -20,7 +26,7 @@ func parseTombstoneWeek(t *digest.PruneTombstone, week string) error {
 }
 
 // weekOrAll is the week filter of a query: "" selects every week.
-func weekOrAll(week digest.ISOWeek) string {
+func WeekOrAll(week digest.ISOWeek) string {
 	if week.IsZero() {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
 // old is how far the clock moves so that every receipt made before it is
@@ -251,7 +252,7 @@ func TestPruneAndRunStartDoNotCrossPostgres(t *testing.T) {
 	t.Run("prune first", func(t *testing.T) {
 		t.Parallel()
 		s, clk, _ := fresh(t, backends[0])
-		pool := s.(*ledger.Postgres).Pool()
+		pool := s.(*postgres.Store).Pool()
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +287,7 @@ func TestPruneAndRunStartDoNotCrossPostgres(t *testing.T) {
 		s, clk, _ := fresh(t, backends[0])
 		send(t, s, keys(t, "a"), "ref-1")
 		clk.Advance(old)
-		pool := s.(*ledger.Postgres).Pool()
+		pool := s.(*postgres.Store).Pool()
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -69,7 +69,7 @@ type Config struct {
 // DefaultPath is the SQLite file used when Config.Path is empty.
 const DefaultPath = "./digest.db"
 
-func (c Config) withDefaults() Config {
+func (c Config) WithDefaults() Config {
 	if c.Path == "" {
 		c.Path = DefaultPath
 	}
@@ -80,15 +80,6 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
-}
-
-// Open opens PostgreSQL when cfg.DatabaseURL is set, else the SQLite file.
-// It does not migrate; call Store.Migrate.
-func Open(ctx context.Context, cfg Config) (Store, error) {
-	if cfg.DatabaseURL != "" {
-		return OpenPostgres(ctx, cfg)
-	}
-	return OpenSQLite(ctx, cfg)
 }
 
 // Sentinel errors of the operator operations.
@@ -109,7 +100,7 @@ type Action struct {
 	Reason string
 }
 
-func (a Action) detail(what string) string {
+func (a Action) Detail(what string) string {
 	return fmt.Sprintf("%s by %q: %s", what, a.By, a.Reason)
 }
 
@@ -156,14 +147,14 @@ type ListFilter struct {
 	Limit int        // default 100
 }
 
-func (f ListFilter) limit() int {
+func (f ListFilter) PageSize() int {
 	if f.Limit <= 0 {
 		return 100
 	}
 	return f.Limit
 }
 
-func (f ListFilter) week() string {
+func (f ListFilter) WeekString() string {
 	if f.Week.IsZero() {
 		return ""
 	}
@@ -198,7 +189,7 @@ type PruneRequest struct {
 
 // prunableStates are the states Prune may remove: an allow-list, so that a
 // state added later is kept until someone decides otherwise.
-func (p PruneRequest) prunableStates() []string {
+func (p PruneRequest) PrunableStates() []string {
 	states := []string{string(digest.StateSent), string(digest.StateFailed)}
 	if p.IncludeHeld {
 		states = append(states, string(digest.StateHeld))
@@ -209,7 +200,7 @@ func (p PruneRequest) prunableStates() []string {
 	return states
 }
 
-func (p PruneRequest) validate() error {
+func (p PruneRequest) Validate() error {
 	if p.Before.IsZero() {
 		return fmt.Errorf("%w: prune needs a cutoff", ErrInvalid)
 	}
@@ -228,7 +219,7 @@ type PrunedWeek struct {
 	Receipts int64
 }
 
-func (r *PruneResult) add(week string, n int64) {
+func (r *PruneResult) Add(week string, n int64) {
 	r.Weeks = append(r.Weeks, PrunedWeek{Week: week, Receipts: n})
 	r.Receipts += n
 }

@@ -1,6 +1,6 @@
 // Package migrations holds the ledger's numbered SQL migrations, one
 // directory per dialect, embedded in the binary. Package ledger applies them
-// with goose (see ledger.Postgres.Migrate and ledger.SQLite.Migrate).
+// with goose (see postgres.Store.Migrate and sqlite.Store.Migrate in ledger/).
 //
 // Files are named NNNNN_name.sql and carry goose's "-- +goose Up" and
 // "-- +goose Down" sections. A migration, once released, is never edited:

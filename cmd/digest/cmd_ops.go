@@ -37,7 +37,7 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	if err := checkDatabaseURL(st.str("DIGEST_DATABASE_URL")); err != nil {
 		return err
 	}
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
+	store, err := openStore(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

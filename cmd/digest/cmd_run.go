@@ -13,6 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -262,7 +263,7 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 		}
 		return f, func() {}, nil
 	}
-	if pg, ok := store.(*ledger.Postgres); ok {
+	if pg, ok := store.(*postgres.Store); ok {
 		return snapshot.NewPostgres(pg.Pool(), 0), func() {}, nil
 	}
 	pool, err := pgxpool.New(ctx, st.str("DIGEST_DATABASE_URL"))

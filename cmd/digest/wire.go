@@ -19,6 +19,8 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
+	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/sender"
 )
 
@@ -30,7 +32,7 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
-	store, err := ledger.Open(ctx, cfg)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
@@ -41,6 +43,23 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 		}
 	}
 	return store, nil
+}
+
+// openStore opens PostgreSQL when cfg.DatabaseURL is set, else the SQLite
+// file cfg.Path. It does not migrate.
+func openStore(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
+	if cfg.DatabaseURL != "" {
+		s, err := postgres.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // checkDatabaseURL refuses a DIGEST_DATABASE_URL that can never connect

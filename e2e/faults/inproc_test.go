@@ -8,6 +8,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -16,14 +17,14 @@ import (
 // ledger and source, SMTP mailer), in-process so a test can move the clock
 // and shorten the backoff.
 type inProcess struct {
-	store  *ledger.Postgres
+	store  *postgres.Store
 	mailer *sender.SMTPMailer
 	now    func() time.Time
 }
 
 func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr string) *inProcess {
 	t.Helper()
-	store, err := ledger.OpenPostgres(context.Background(), ledger.Config{DatabaseURL: e.URL, Now: now})
+	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: e.URL, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -183,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 
-	store, err := ledger.OpenPostgres(ctx, ledger.Config{DatabaseURL: dbURL, Logger: cfg.Logger})
+	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: dbURL, Logger: cfg.Logger})
 	if err != nil {
 		return res, fmt.Errorf("bench: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -39,7 +39,7 @@ func backendPIDs(ctx context.Context, pool *pgxpool.Pool) ([]uint32, error) {
 
 // runWeek runs the week through the real Runner, ledger, source and mailer,
 // and fills the run's part of res.
-func runWeek(ctx context.Context, cfg *Config, store *ledger.Postgres, addr string, res *Result) error {
+func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr string, res *Result) error {
 	keyring, err := newKeyring()
 	if err != nil {
 		return err

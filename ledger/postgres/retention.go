@@ -1,4 +1,4 @@
-package ledger
+package postgres
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // pgPrunable selects the receipts a prune removes: $1 the cutoff, $2 the
@@ -20,24 +21,24 @@ const pgPrunable = `updated_at < $1 AND state = ANY($2)
 // transaction, and leaves a tombstone for every pin of each week it took
 // receipts from. It holds a SHARE lock on week_runs throughout, so a run
 // starting meanwhile (StartWeek) waits and then sees the tombstone.
-func (s *Postgres) Prune(ctx context.Context, p PruneRequest) (PruneResult, error) {
-	if err := p.validate(); err != nil {
-		return PruneResult{}, err
+func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.PruneResult{}, err
 	}
-	var res PruneResult
+	var res ledger.PruneResult
 	if p.DryRun {
 		rows, err := s.pool.Query(ctx, `SELECT iso_week, count(*) FROM receipts WHERE `+pgPrunable+`
-GROUP BY iso_week ORDER BY iso_week`, p.Before, p.prunableStates())
+GROUP BY iso_week ORDER BY iso_week`, p.Before, p.PrunableStates())
 		if err == nil {
 			err = collectWeeks(rows, &res)
 		}
 		if err != nil {
-			return PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
+			return ledger.PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
 		}
 		return res, nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = PruneResult{}
+		res = ledger.PruneResult{}
 		if _, err := tx.Exec(ctx, `LOCK TABLE week_runs IN SHARE MODE`); err != nil {
 			return err
 		}
@@ -55,7 +56,7 @@ stones AS (
     SET receipts_pruned = prune_tombstones.receipts_pruned + excluded.receipts_pruned,
         last_pruned_at = excluded.last_pruned_at
 )
-SELECT iso_week, n FROM weeks ORDER BY iso_week`, p.Before, p.prunableStates(), s.nowUTC())
+SELECT iso_week, n FROM weeks ORDER BY iso_week`, p.Before, p.PrunableStates(), s.nowUTC())
 		if err != nil {
 			return err
 		}
@@ -66,18 +67,18 @@ SELECT iso_week, n FROM weeks ORDER BY iso_week`, p.Before, p.prunableStates(), 
 		return err
 	})
 	if err != nil {
-		return PruneResult{}, fmt.Errorf("prune: %w", err)
+		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
 	return res, nil
 }
 
-func collectWeeks(rows pgx.Rows, res *PruneResult) error {
+func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
 	var (
 		week string
 		n    int64
 	)
 	_, err := pgx.ForEachRow(rows, []any{&week, &n}, func() error {
-		res.add(week, n)
+		res.Add(week, n)
 		return nil
 	})
 	return err
@@ -87,7 +88,7 @@ func collectWeeks(rows pgx.Rows, res *PruneResult) error {
 // tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
 // for a prune under way; the read after it is a new statement and sees
 // what that prune wrote.
-func (s *Postgres) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
+func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
 	var stone *digest.PruneTombstone
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO week_runs (digest_type, iso_week, version, last_started_at)
@@ -99,7 +100,7 @@ SET last_started_at = greatest(week_runs.last_started_at, excluded.last_started_
 			return err
 		}
 		// The pin's own tombstone first, then one left for a week with no pin.
-		t, err := scanPgTombstone(tx.QueryRow(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
+		t, err := scanPgTombstone(tx.QueryRow(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
 WHERE iso_week = $1 AND ((digest_type = $2 AND version = $3) OR (digest_type = '' AND version = ''))
 ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -115,9 +116,9 @@ ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
 }
 
 // Tombstones returns the tombstones of week (zero: all), newest week first.
-func (s *Postgres) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
-WHERE $1 = '' OR iso_week = $1 ORDER BY iso_week DESC, digest_type, version`, weekOrAll(week))
+func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
+WHERE $1 = '' OR iso_week = $1 ORDER BY iso_week DESC, digest_type, version`, ledger.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
@@ -138,5 +139,5 @@ func scanPgTombstone(row pgx.Row) (digest.PruneTombstone, error) {
 		return t, err
 	}
 	t.FirstPrunedAt, t.LastPrunedAt = first.UTC(), last.UTC()
-	return t, parseTombstoneWeek(&t, week)
+	return t, ledger.ParseTombstoneWeek(&t, week)
 }

@@ -1,4 +1,4 @@
-package ledger
+package postgres
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // claimSQL decides a set of ClaimRequests in one statement, one row each.
@@ -85,20 +86,20 @@ claim AS (
 ),
 event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT c.key, $6::timestamptz, c.previous_state, c.state, c.run_id,
-        CASE WHEN c.state = 'quarantined' THEN 'fingerprint differs from the stored one'
+    SELECT c.Key, $6::timestamptz, c.previous_state, c.State, c.run_id,
+        CASE WHEN c.State = 'quarantined' THEN 'fingerprint differs from the stored one'
              WHEN c.previous_state IS NULL THEN 'claimed'
              WHEN c.previous_state = 'claimed' THEN 'lease expired; taken over'
              ELSE 'claimed again' END
-        || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN '; an earlier send may have reached the provider' ELSE '' END
+        || CASE WHEN c.State = 'claimed' AND c.maybe_sent THEN '; an earlier send may have reached the provider' ELSE '' END
     FROM claim c
 )
-SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
+SELECT t.idx, true, c.Key, c.State, c.Fingerprint, c.Attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,
     -- Taken over from an expired claim, maybe sent: its send may still be
     -- landing (see digest.ClaimResult.TakenOverAt).
-    c.state = 'claimed' AND c.previous_state = 'claimed' AND c.maybe_sent
-FROM target t JOIN claim c ON c.key = t.key
+    c.State = 'claimed' AND c.previous_state = 'claimed' AND c.maybe_sent
+FROM target t JOIN claim c ON c.Key = t.key
 UNION ALL
 SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
     x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent, false
@@ -106,7 +107,7 @@ FROM target t
 -- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
 -- while receipts was small would hash it, reading every row each time.
 CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key OFFSET 0) x
-WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.key = t.key)`
+WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.Key = t.key)`
 
 // claimOneSQL is claimSQL for one request, with scalar arguments ($1 the
 // candidate keys joined by ',', …): a single-row statement plans in a
@@ -136,28 +137,28 @@ CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = c.k OFFSET 0) r
 ORDER BY c.n LIMIT 1`
 
 // scanCurrent scans the columns claimSQL and readSQL return.
-func scanCurrent(row pgx.Row) (c *current, idx int, changed bool, err error) {
+func scanCurrent(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
 		ref                 *string
 	)
-	c = &current{}
-	err = row.Scan(&idx, &changed, &key, &state, &c.fingerprint, &c.attempts, &c.token,
-		&lease, &next, &sentAt, &ref, &c.maybeSent, &c.takenOver)
+	c = &ledger.Stored{}
+	err = row.Scan(&idx, &changed, &key, &state, &c.Fingerprint, &c.Attempts, &c.Token,
+		&lease, &next, &sentAt, &ref, &c.MaybeSent, &c.TakenOver)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	c.key, c.state = digest.Key(key), digest.State(state)
-	c.leaseExpires, c.nextAttempt, c.sentAt = timeOrZero(lease), timeOrZero(next), timeOrZero(sentAt)
-	c.providerRef = stringOrEmpty(ref)
+	c.Key, c.State = digest.Key(key), digest.State(state)
+	c.LeaseExpires, c.NextAttempt, c.SentAt = timeOrZero(lease), timeOrZero(next), timeOrZero(sentAt)
+	c.ProviderRef = stringOrEmpty(ref)
 	return c, idx, changed, nil
 }
 
 // Claim decides all requests in one round trip and one implicit
 // transaction: one multi-row statement per round (see rounds), usually one.
-func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
-	if err := validateClaims(reqs); err != nil {
+func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
+	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -171,7 +172,7 @@ func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]dig
 				make([]string, len(round)), make([]string, len(round)), make([]time.Time, len(round))
 			for j, i := range round {
 				r := reqs[i]
-				cands[j] = strings.Join(keyStrings(r.Keys), ",")
+				cands[j] = strings.Join(ledger.KeyStrings(r.Keys), ",")
 				fps[j], weeks[j], runs[j], leases[j] = r.Fingerprint, r.Week.String(), r.RunID, now.Add(r.Lease)
 			}
 			if len(round) == 1 {
@@ -197,10 +198,10 @@ func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]dig
 				}
 				i := round[idx-1]
 				decided[i] = true
-				if changed && c.state == digest.StateClaimed {
-					res[i] = claimed(c, now)
+				if changed && c.State == digest.StateClaimed {
+					res[i] = ledger.Claimed(c, now)
 				} else {
-					res[i] = report(c, reqs[i].Fingerprint, now)
+					res[i] = ledger.Unclaimed(c, reqs[i].Fingerprint, now)
 				}
 			}
 			if err := rows.Err(); err != nil {
@@ -228,10 +229,10 @@ func (s *Postgres) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]dig
 
 // readMissing reports receipts that a concurrent transaction inserted after
 // the claim statement's snapshot: the claim lost, so this is never Claimed.
-func (s *Postgres) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, now time.Time) error {
+func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, now time.Time) error {
 	b := &pgx.Batch{}
 	for _, i := range missing {
-		b.Queue(readSQL, keyStrings(reqs[i].Keys))
+		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys))
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -244,7 +245,7 @@ func (s *Postgres) readMissing(ctx context.Context, reqs []digest.ClaimRequest, 
 		case err != nil:
 			return fmt.Errorf("claim %s: read: %w", reqs[i].Keys[0], err)
 		default:
-			res[i] = report(c, reqs[i].Fingerprint, now)
+			res[i] = ledger.Unclaimed(c, reqs[i].Fingerprint, now)
 		}
 	}
 	return br.Close()

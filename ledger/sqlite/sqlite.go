@@ -1,4 +1,9 @@
-package ledger
+// Package sqlite is the receipt ledger in one embedded SQLite file
+// (modernc.org/sqlite, no cgo): each call is one BEGIN IMMEDIATE
+// transaction that applies the decision rules of package ledger. It
+// implements ledger.Store and passes the contract suite of package
+// ledgertest.
+package sqlite
 
 import (
 	"context"
@@ -11,20 +16,22 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlitedriver "modernc.org/sqlite" // also registers the "sqlite" driver
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/migrate"
 	"github.com/weeklydigest/digest/migrations"
 )
 
-// SQLite is the embedded ledger in one SQLite file (WAL mode once
+// Store is the embedded ledger in one SQLite file (WAL mode once
 // migrated; synchronous FULL so a committed claim or send mark survives
 // power loss). Writes run in
 // BEGIN IMMEDIATE transactions, one per call, so a claim's read and write
 // hold the database's write lock together. Several processes may share the
 // file; they wait on each other for up to the busy timeout.
-type SQLite struct {
+type Store struct {
 	db    *sql.DB
 	stmts *stmtCache
 	path  string
@@ -33,8 +40,8 @@ type SQLite struct {
 }
 
 var (
-	_ digest.Ledger = (*SQLite)(nil)
-	_ Store         = (*SQLite)(nil)
+	_ digest.Ledger = (*Store)(nil)
+	_ ledger.Store  = (*Store)(nil)
 )
 
 // busyTimeout is how long a writer waits for another process's write lock.
@@ -52,11 +59,11 @@ func sqliteDSN(path, txlock string, busy time.Duration) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// OpenSQLite opens (creating if needed) the SQLite file cfg.Path.
-func OpenSQLite(ctx context.Context, cfg Config) (*SQLite, error) {
-	cfg = cfg.withDefaults()
+// Open opens (creating if needed) the SQLite file cfg.Path.
+func Open(ctx context.Context, cfg ledger.Config) (*Store, error) {
+	cfg = cfg.WithDefaults()
 	if strings.ContainsAny(cfg.Path, "?#") {
-		return nil, fmt.Errorf("%w: sqlite path %q may not contain '?' or '#'", ErrInvalid, cfg.Path)
+		return nil, fmt.Errorf("%w: sqlite path %q may not contain '?' or '#'", ledger.ErrInvalid, cfg.Path)
 	}
 	db, err := sql.Open("sqlite", sqliteDSN(cfg.Path, "immediate", busyTimeout))
 	if err != nil {
@@ -69,23 +76,23 @@ func OpenSQLite(ctx context.Context, cfg Config) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
-	return &SQLite{db: db, stmts: newStmtCache(), path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
+	return &Store{db: db, stmts: newStmtCache(), path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return errors.Join(s.stmts.close(), s.db.Close()) }
+func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()) }
 
 // Migrate applies pending migrations with goose, holding an exclusive lock
 // on the companion file PATH-migrate-lock so that two processes migrating
 // the same file take turns.
-func (s *SQLite) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error {
 	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer db.Close()
 	locker := &fileLocker{path: s.path + "-migrate-lock"}
-	return migrate(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, goose.WithSessionLocker(locker))
+	return migrate.Up(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, goose.WithSessionLocker(locker))
 }
 
 // fileLocker is a goose session locker for SQLite: an exclusive
@@ -160,12 +167,12 @@ func setWAL(ctx context.Context, conn *sql.Conn) error {
 
 // isBusy reports SQLITE_BUSY (or an extended code of it).
 func isBusy(err error) bool {
-	var se *sqlite.Error
+	var se *sqlitedriver.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // write runs fn in one BEGIN IMMEDIATE transaction.
-func (s *SQLite) write(ctx context.Context, fn func(sqliteTx) error) error {
+func (s *Store) write(ctx context.Context, fn func(sqliteTx) error) error {
 	defer s.stmts.prepareWanted(ctx, s.db)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -178,7 +185,7 @@ func (s *SQLite) write(ctx context.Context, fn func(sqliteTx) error) error {
 }
 
 // nowUTC is the clock at the ledger's microsecond precision.
-func (s *SQLite) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // us encodes a time as stored: microseconds since the epoch, NULL for zero.
 func us(t time.Time) any {
@@ -200,7 +207,7 @@ func fromUs(n sql.NullInt64) time.Time {
 // returns the stored values with the week's receipts counted by key id.
 // A pin made before zones and key ids were pinned (NULL) adopts this
 // run's, once; as_of never changes.
-func (s *SQLite) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err := s.write(ctx, func(tx sqliteTx) error {
 		var asOf sql.NullInt64

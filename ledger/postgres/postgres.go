@@ -1,4 +1,8 @@
-package ledger
+// Package postgres is the receipt ledger on PostgreSQL (pgx v5): each
+// claim, send mark and finish is one multi-row statement with its history
+// row in the same statement. It implements ledger.Store and passes the
+// contract suite of package ledgertest.
+package postgres
 
 import (
 	"context"
@@ -12,25 +16,26 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
-// Postgres is the ledger on PostgreSQL. It is safe for concurrent use.
-type Postgres struct {
+// Store is the ledger on PostgreSQL. It is safe for concurrent use.
+type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 	log  *slog.Logger
 }
 
 var (
-	_ digest.Ledger = (*Postgres)(nil)
-	_ Store         = (*Postgres)(nil)
+	_ digest.Ledger = (*Store)(nil)
+	_ ledger.Store  = (*Store)(nil)
 )
 
-// OpenPostgres connects to cfg.DatabaseURL and checks the connection.
-func OpenPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
-	cfg = cfg.withDefaults()
+// Open connects to cfg.DatabaseURL and checks the connection.
+func Open(ctx context.Context, cfg ledger.Config) (*Store, error) {
+	cfg = cfg.WithDefaults()
 	if cfg.DatabaseURL == "" {
-		return nil, fmt.Errorf("%w: open postgres: DatabaseURL is empty", ErrInvalid)
+		return nil, fmt.Errorf("%w: open postgres: DatabaseURL is empty", ledger.ErrInvalid)
 	}
 	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
@@ -53,21 +58,21 @@ func OpenPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Postgres{pool: pool, now: cfg.Now, log: cfg.Logger}, nil
+	return &Store{pool: pool, now: cfg.Now, log: cfg.Logger}, nil
 }
 
 // Close closes the pool.
-func (s *Postgres) Close() error {
+func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
 
 // Pool returns the connection pool, for callers that share it (the
 // snapshot source) and for tests.
-func (s *Postgres) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // nowUTC is the clock at PostgreSQL's microsecond precision.
-func (s *Postgres) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // maxBatchTries bounds retries of a batch PostgreSQL aborted for a deadlock
 // or serialization failure; the aborted attempt changed nothing.
@@ -77,7 +82,7 @@ const maxBatchTries = 3
 // sends it in one round trip with a single Sync) and hands the results to
 // read. It retries when PostgreSQL picked the batch as a deadlock victim,
 // which two batches locking overlapping keys in different orders can cause.
-func (s *Postgres) sendBatch(ctx context.Context, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+func (s *Store) sendBatch(ctx context.Context, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
 	return s.sendBatchMode(ctx, false, build, read)
 }
 
@@ -96,8 +101,8 @@ const (
 // through the primary key whatever the table's size when the plan was
 // made (docs/scaling.md shows the plans), and planning them anew cost as
 // much as running them. The multi-row statements keep the connection's
-// force_custom_plan (see OpenPostgres).
-func (s *Postgres) sendBatchMode(ctx context.Context, generic bool, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+// force_custom_plan (see Open).
+func (s *Store) sendBatchMode(ctx context.Context, generic bool, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
 	var err error
 	for range maxBatchTries {
 		b := build()
@@ -169,7 +174,7 @@ func nullTime(t time.Time) *time.Time {
 
 // PinSnapshot stores proposed as what pin fixes if the pin is new, and
 // returns the stored values with the week's receipts counted by key id.
-func (s *Postgres) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
 	// DO UPDATE rather than DO NOTHING: it returns the row whichever run
 	// inserted it (waiting for a concurrent first run to commit), and it
 	// lets a pin made before zones and key ids were pinned (NULL) adopt

@@ -1,4 +1,4 @@
-package ledger
+package postgres
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // startSQL marks claims' sends as started, one row per fence: $1 keys,
@@ -119,7 +120,7 @@ var finishOneSQL = mustReplace(mustReplace(finishSQL,
 )`), `r.key = ANY($1::text[]) AND `, ``)
 
 // StartSending marks each fence's send as started, in one round trip.
-func (s *Postgres) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
+func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
 	now := s.nowUTC()
 	return s.fenced(ctx, "start sending", len(fences),
 		func(i int) digest.Key { return fences[i].Key }, fenceStatement(fences, startSQL, startOneSQL, now))
@@ -141,9 +142,9 @@ func fenceStatement(fences []digest.Fence, many, one string, more ...any) func(r
 }
 
 // Renew extends each fence's lease to lease from now, in one round trip.
-func (s *Postgres) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
 	if lease <= 0 {
-		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ErrInvalid)
+		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
 	now := s.nowUTC()
 	expires := now.Add(lease)
@@ -186,8 +187,8 @@ func (s *Postgres) Renew(ctx context.Context, fences []digest.Fence, lease time.
 }
 
 // Finish records each outcome, in one round trip.
-func (s *Postgres) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
-	if err := validateFinishes(fs); err != nil {
+func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
+	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -202,10 +203,10 @@ func (s *Postgres) Finish(ctx context.Context, fs []digest.Finish) ([]error, err
 				f := fs[i]
 				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
 				if f.State == digest.StateRetryable {
-					next := nextAttempt(f, now).UTC()
+					next := ledger.NextAttempt(f, now).UTC()
 					nexts[j] = &next
 				}
-				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, finishDetail(f)
+				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f)
 			}
 			if n == 1 {
 				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now}
@@ -216,7 +217,7 @@ func (s *Postgres) Finish(ctx context.Context, fs []digest.Finish) ([]error, err
 
 // fenced runs fenced multi-row updates, one statement per round, in one
 // round trip; an element whose position is not returned lost its claim.
-func (s *Postgres) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, stmt func(round []int) (string, []any)) ([]error, error) {
+func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, stmt func(round []int) (string, []any)) ([]error, error) {
 	stmts := rounds(n, func(i int) []digest.Key { return []digest.Key{keyOf(i)} })
 	errs := make([]error, n)
 	build := func() *pgx.Batch {
@@ -273,8 +274,8 @@ FROM prev LEFT JOIN LATERAL (
 
 // Observe records observations and reports what a claim would decide, in
 // one round trip. No receipt changes.
-func (s *Postgres) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
-	if err := validateObservations(obs); err != nil {
+func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
+	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -282,7 +283,7 @@ func (s *Postgres) Observe(ctx context.Context, obs []digest.Observation) ([]dig
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, o := range obs {
-			b.Queue(observeSQL, keyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), now)
+			b.Queue(observeSQL, ledger.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), now)
 		}
 		return b
 	}
@@ -295,12 +296,12 @@ func (s *Postgres) Observe(ctx context.Context, obs []digest.Observation) ([]dig
 			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			var c *current
+			var c *ledger.Stored
 			if key != nil {
-				c = &current{key: digest.Key(*key), state: digest.State(*state), fingerprint: *fp,
-					leaseExpires: timeOrZero(lease), nextAttempt: timeOrZero(next)}
+				c = &ledger.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
+					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next)}
 			}
-			out[i] = digest.Observed{Would: would(c, o.Fingerprint, now), PreviousAt: timeOrZero(prev)}
+			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: timeOrZero(prev)}
 		}
 		return nil
 	}

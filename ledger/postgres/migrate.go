@@ -1,17 +1,15 @@
-package ledger
+package postgres
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"log/slog"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/weeklydigest/digest/ledger/internal/migrate"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -19,7 +17,7 @@ import (
 // advisory lock, keyed by the current schema, serialises concurrent runs
 // (two pods starting at once); the loser waits, then finds nothing to do.
 // goose keeps the applied versions in goose_db_version.
-func (s *Postgres) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error {
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
 	var schema string
@@ -35,24 +33,5 @@ func (s *Postgres) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return migrate(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker))
-}
-
-func migrate(ctx context.Context, dialect goose.Dialect, db *sql.DB, fsys fs.FS, log *slog.Logger, opts ...goose.ProviderOption) error {
-	opts = append(opts, goose.WithDisableGlobalRegistry(true))
-	p, err := goose.NewProvider(dialect, db, fsys, opts...)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	results, err := p.Up(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	for _, r := range results {
-		log.InfoContext(ctx, "ledger migration applied", "file", r.Source.Path, "duration", r.Duration)
-	}
-	if len(results) == 0 {
-		log.DebugContext(ctx, "ledger schema up to date")
-	}
-	return nil
+	return migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker))
 }

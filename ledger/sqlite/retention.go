@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // sqlitePrunable is the SQLite edition of pgPrunable for n prunable states:
@@ -25,16 +26,16 @@ func sqlitePrunable(n int) string {
 // Prune removes settled receipts, their events and old observations in one
 // write transaction, and leaves a tombstone for every pin of each week it
 // took receipts from. SQLite serialises it with StartWeek.
-func (s *SQLite) Prune(ctx context.Context, p PruneRequest) (PruneResult, error) {
-	if err := p.validate(); err != nil {
-		return PruneResult{}, err
+func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
+	if err := p.Validate(); err != nil {
+		return ledger.PruneResult{}, err
 	}
-	states := p.prunableStates()
+	states := p.PrunableStates()
 	args := append([]any{p.Before.UnixMicro()}, stringArgs(states)...)
 	where := sqlitePrunable(len(states))
-	var res PruneResult
+	var res ledger.PruneResult
 	err := s.write(ctx, func(tx sqliteTx) error {
-		res = PruneResult{}
+		res = ledger.PruneResult{}
 		rows, err := tx.QueryContext(ctx, `SELECT iso_week, count(*) FROM receipts WHERE `+where+`
 GROUP BY iso_week ORDER BY iso_week`, args...)
 		if err != nil {
@@ -49,7 +50,7 @@ GROUP BY iso_week ORDER BY iso_week`, args...)
 			if err := rows.Scan(&week, &n); err != nil {
 				return err
 			}
-			res.add(week, n)
+			res.Add(week, n)
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -81,14 +82,14 @@ SET receipts_pruned = receipts_pruned + excluded.receipts_pruned, last_pruned_at
 		return err
 	})
 	if err != nil {
-		return PruneResult{}, fmt.Errorf("prune: %w", err)
+		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
 	return res, nil
 }
 
 // StartWeek records the start of a run of pin and returns the week's
 // tombstone, in one write transaction.
-func (s *SQLite) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
+func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
 	var stone *digest.PruneTombstone
 	err := s.write(ctx, func(tx sqliteTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO week_runs (digest_type, iso_week, version, last_started_at)
@@ -99,7 +100,7 @@ SET last_started_at = max(last_started_at, excluded.last_started_at)`,
 		if err != nil {
 			return err
 		}
-		t, err := scanSQLiteTombstone(tx.QueryRowContext(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
+		t, err := scanSQLiteTombstone(tx.QueryRowContext(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
 WHERE iso_week = ?1 AND ((digest_type = ?2 AND version = ?3) OR (digest_type = '' AND version = ''))
 ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -115,9 +116,9 @@ ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
 }
 
 // Tombstones returns the tombstones of week (zero: all), newest week first.
-func (s *SQLite) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+tombstoneColumns+` FROM prune_tombstones
-WHERE ?1 = '' OR iso_week = ?1 ORDER BY iso_week DESC, digest_type, version`, weekOrAll(week))
+func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
+WHERE ?1 = '' OR iso_week = ?1 ORDER BY iso_week DESC, digest_type, version`, ledger.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
@@ -146,5 +147,5 @@ func scanSQLiteTombstone(row interface{ Scan(...any) error }) (digest.PruneTombs
 		return t, err
 	}
 	t.FirstPrunedAt, t.LastPrunedAt = fromUs(first), fromUs(last)
-	return t, parseTombstoneWeek(&t, week)
+	return t, ledger.ParseTombstoneWeek(&t, week)
 }

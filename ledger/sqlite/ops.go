@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
-func scanSQLiteReceipt(row interface{ Scan(...any) error }) (Receipt, error) {
+func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, error) {
 	var (
-		r                                  Receipt
+		r                                  ledger.Receipt
 		key, state                         string
 		lease, started, next, sent         sql.NullInt64
 		firstClaimed, lastAttempt, updated sql.NullInt64
@@ -22,7 +23,7 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (Receipt, error) {
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
 		&r.RunID, &r.Week, &updated)
 	if err != nil {
-		return Receipt{}, err
+		return ledger.Receipt{}, err
 	}
 	r.Key, r.State = digest.Key(key), digest.State(state)
 	r.LeaseExpires, r.SendStartedAt, r.NextAttempt, r.SentAt = fromUs(lease), fromUs(started), fromUs(next), fromUs(sent)
@@ -31,15 +32,15 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (Receipt, error) {
 }
 
 // List returns receipts matching f, ordered by key.
-func (s *SQLite) List(ctx context.Context, f ListFilter) ([]Receipt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+receiptColumns+` FROM receipts
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR iso_week = ?2) AND key > ?3
-ORDER BY key LIMIT ?4`, string(f.State), f.week(), string(f.After), f.limit())
+ORDER BY key LIMIT ?4`, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
 	defer rows.Close()
-	var list []Receipt
+	var list []ledger.Receipt
 	for rows.Next() {
 		r, err := scanSQLiteReceipt(rows)
 		if err != nil {
@@ -54,44 +55,44 @@ ORDER BY key LIMIT ?4`, string(f.State), f.week(), string(f.After), f.limit())
 }
 
 // Show returns one receipt and its history.
-func (s *SQLite) Show(ctx context.Context, key digest.Key) (Receipt, []Event, error) {
-	r, err := scanSQLiteReceipt(s.db.QueryRowContext(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = ?`, string(key)))
+func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
+	r, err := scanSQLiteReceipt(s.db.QueryRowContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = ?`, string(key)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, ErrNotFound)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
 	}
 	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
 FROM receipt_events WHERE key = ? ORDER BY id`, string(key))
 	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
 	defer rows.Close()
-	var events []Event
+	var events []ledger.Event
 	for rows.Next() {
 		var (
-			e           Event
+			e           ledger.Event
 			k, from, to string
 			at          sql.NullInt64
 		)
 		if err := rows.Scan(&e.ID, &k, &at, &from, &to, &e.RunID, &e.Detail); err != nil {
-			return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+			return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 		}
 		e.Key, e.At, e.From, e.To = digest.Key(k), fromUs(at), digest.State(from), digest.State(to)
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
 	return r, events, nil
 }
 
 // Release makes a held receipt retryable and due now; see the package doc
 // for quarantined receipts.
-func (s *SQLite) Release(ctx context.Context, key digest.Key, by Action) error {
-	return s.operate(ctx, key, "release", func(tx sqliteTx, r Receipt, now time.Time) error {
-		fromQuarantine, detail, err := release(r, by)
+func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) error {
+	return s.operate(ctx, key, "release", func(tx sqliteTx, r ledger.Receipt, now time.Time) error {
+		fromQuarantine, detail, err := ledger.DecideRelease(r, by)
 		if err != nil {
 			return err
 		}
@@ -111,27 +112,27 @@ func (s *SQLite) Release(ctx context.Context, key digest.Key, by Action) error {
 }
 
 // MarkSent records that a held receipt was sent, as providerRef.
-func (s *SQLite) MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error {
-	return s.operate(ctx, key, "mark sent", func(tx sqliteTx, r Receipt, now time.Time) error {
+func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) error {
+	return s.operate(ctx, key, "mark sent", func(tx sqliteTx, r ledger.Receipt, now time.Time) error {
 		if r.State != digest.StateHeld {
-			return fmt.Errorf("%w: %s", ErrWrongState, r.State)
+			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'sent',
     sent_at = ?2, provider_ref = ?3, updated_at = ?2 WHERE key = ?1`, string(key), now.UnixMicro(), providerRef)
 		if err != nil {
 			return err
 		}
-		return sqliteEvent(ctx, tx, key, now, r.State, digest.StateSent, "", by.detail("marked sent as "+providerRef))
+		return sqliteEvent(ctx, tx, key, now, r.State, digest.StateSent, "", by.Detail("marked sent as "+providerRef))
 	})
 }
 
 // operate runs fn on the receipt inside one write transaction.
-func (s *SQLite) operate(ctx context.Context, key digest.Key, what string, fn func(sqliteTx, Receipt, time.Time) error) error {
+func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(sqliteTx, ledger.Receipt, time.Time) error) error {
 	now := s.nowUTC()
 	err := s.write(ctx, func(tx sqliteTx) error {
-		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = ?`, string(key)))
+		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = ?`, string(key)))
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+			return ledger.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -144,17 +145,17 @@ func (s *SQLite) operate(ctx context.Context, key digest.Key, what string, fn fu
 	return nil
 }
 
-// Counts counts a week's receipts by state.
-func (s *SQLite) Counts(ctx context.Context, week digest.ISOWeek) (Counts, error) {
+// ledger.Counts counts a week's receipts by state.
+func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
 	now := s.nowUTC()
 	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*),
     min(CASE WHEN state = 'claimed' THEN last_attempt_at END), min(CASE WHEN state = 'retryable' THEN updated_at END)
 FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
 	if err != nil {
-		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
 	defer rows.Close()
-	c := Counts{ByState: map[digest.State]int64{}}
+	c := ledger.Counts{ByState: map[digest.State]int64{}}
 	for rows.Next() {
 		var (
 			state            string
@@ -162,7 +163,7 @@ FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
 			claimed, retried sql.NullInt64
 		)
 		if err := rows.Scan(&state, &n, &claimed, &retried); err != nil {
-			return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+			return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 		}
 		c.ByState[digest.State(state)] = n
 		if claimed.Valid {
@@ -173,7 +174,7 @@ FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
 	return c, nil
 }
@@ -188,7 +189,7 @@ func stringArgs(ss []string) []any {
 
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
-func (s *SQLite) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error) {
+func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (ledger.RepeatReport, error) {
 	const (
 		fiveMin = int64(5 * time.Minute / time.Microsecond)
 		day     = int64(24 * time.Hour / time.Microsecond)
@@ -197,7 +198,7 @@ func (s *SQLite) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.
 	if !week.IsZero() {
 		w = week.String()
 	}
-	var r RepeatReport
+	var r ledger.RepeatReport
 	err := s.db.QueryRowContext(ctx, `
 WITH o AS (
     SELECT key, at - lag(at) OVER (PARTITION BY key ORDER BY at, id) AS gap
@@ -208,7 +209,7 @@ SELECT count(*), count(DISTINCT key),
     coalesce(sum(gap >= ?3 AND gap <= ?4), 0), coalesce(sum(gap > ?4), 0)
 FROM o`, w, fiveMin, day, horizon.Microseconds()).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
-		return RepeatReport{}, fmt.Errorf("repeats: %w", err)
+		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}
 	return r, nil
 }

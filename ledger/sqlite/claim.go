@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Claim decides every request in one BEGIN IMMEDIATE transaction. The
 // write lock is taken before the first read, so reading the receipt and
 // writing the decision cannot interleave with another writer.
-func (s *SQLite) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
-	if err := validateClaims(reqs); err != nil {
+func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
+	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -55,52 +56,52 @@ VALUES (?, ?, 'claimed', ?, 1, ?, ?, ?, ?, ?, ?, ?)`, string(key), key.KeyID(), 
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		c = &current{key: key, state: digest.StateClaimed, attempts: 1, token: token, leaseExpires: now.Add(r.Lease)}
-		return claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, "claimed")
+		c = &ledger.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
+		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, "claimed")
 
-	case c.fingerprint != r.Fingerprint && c.state != digest.StateQuarantined:
+	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined:
 		_, err := tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'quarantined',
     conflict_fingerprint = ?, lease_expires_at = NULL,
     maybe_sent = maybe_sent OR (state = 'claimed' AND send_started), run_id = ?, updated_at = ?
-WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.key))
+WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		err = sqliteEvent(ctx, tx, c.key, now, c.state, digest.StateQuarantined, r.RunID, "fingerprint differs from the stored one")
-		return digest.ClaimResult{Outcome: digest.OutcomeQuarantined, Key: c.key}, err
+		err = sqliteEvent(ctx, tx, c.Key, now, c.State, digest.StateQuarantined, r.RunID, "fingerprint differs from the stored one")
+		return digest.ClaimResult{Outcome: digest.OutcomeQuarantined, Key: c.Key}, err
 
-	case c.fingerprint == r.Fingerprint && c.claimable(now):
+	case c.Fingerprint == r.Fingerprint && c.Claimable(now):
 		token, err := nextToken(ctx, tx)
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		from := c.state
+		from := c.State
 		detail := "claimed again"
 		if from == digest.StateClaimed {
 			detail = "lease expired; taken over"
 		}
-		c.maybeSent = c.maybeSent || from == digest.StateClaimed && c.sendStarted
-		c.takenOver = from == digest.StateClaimed && c.maybeSent
-		c.leaseExpires = now.Add(r.Lease)
-		if c.maybeSent {
+		c.MaybeSent = c.MaybeSent || from == digest.StateClaimed && c.SendStarted
+		c.TakenOver = from == digest.StateClaimed && c.MaybeSent
+		c.LeaseExpires = now.Add(r.Lease)
+		if c.MaybeSent {
 			detail += "; an earlier send may have reached the provider"
 		}
-		c.state, c.token, c.attempts = digest.StateClaimed, token, c.attempts+1
+		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
 		_, err = tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'claimed',
     attempts = ?, claim_token = ?, lease_expires_at = ?, send_started = 0,
     maybe_sent = ?, next_attempt_at = NULL, last_attempt_at = ?, run_id = ?, updated_at = ?
-WHERE key = ?`, c.attempts, token, now.Add(r.Lease).UnixMicro(), c.maybeSent, now.UnixMicro(), r.RunID, now.UnixMicro(), string(c.key))
+WHERE key = ?`, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, now.UnixMicro(), r.RunID, now.UnixMicro(), string(c.Key))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		return claimed(c, now), sqliteEvent(ctx, tx, c.key, now, from, digest.StateClaimed, r.RunID, detail)
+		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, c.Key, now, from, digest.StateClaimed, r.RunID, detail)
 	}
-	return report(c, r.Fingerprint, now), nil
+	return ledger.Unclaimed(c, r.Fingerprint, now), nil
 }
 
 // readCurrent returns the governing receipt among keys (the first candidate
 // that has one), or nil.
-func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*current, error) {
+func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT key, state, fingerprint, attempts, claim_token, lease_expires_at,
     next_attempt_at, sent_at, coalesce(provider_ref, ''), maybe_sent, send_started
 FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
@@ -108,21 +109,21 @@ FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
 		return nil, err
 	}
 	defer rows.Close()
-	var best *current
+	var best *ledger.Stored
 	bestAt := len(keys)
 	for rows.Next() {
 		var (
-			c                   current
+			c                   ledger.Stored
 			key, state          string
 			lease, next, sentAt sql.NullInt64
 		)
-		if err := rows.Scan(&key, &state, &c.fingerprint, &c.attempts, &c.token, &lease, &next, &sentAt,
-			&c.providerRef, &c.maybeSent, &c.sendStarted); err != nil {
+		if err := rows.Scan(&key, &state, &c.Fingerprint, &c.Attempts, &c.Token, &lease, &next, &sentAt,
+			&c.ProviderRef, &c.MaybeSent, &c.SendStarted); err != nil {
 			return nil, err
 		}
-		c.key, c.state = digest.Key(key), digest.State(state)
-		c.leaseExpires, c.nextAttempt, c.sentAt = fromUs(lease), fromUs(next), fromUs(sentAt)
-		if at := slices.Index(keys, c.key); at < bestAt {
+		c.Key, c.State = digest.Key(key), digest.State(state)
+		c.LeaseExpires, c.NextAttempt, c.SentAt = fromUs(lease), fromUs(next), fromUs(sentAt)
+		if at := slices.Index(keys, c.Key); at < bestAt {
 			best, bestAt = &c, at
 		}
 	}
@@ -146,7 +147,7 @@ VALUES (?, ?, ?, ?, ?, ?)`, string(key), at.UnixMicro(), fromState, string(to), 
 }
 
 // StartSending marks each fence's send as started, in one transaction.
-func (s *SQLite) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
+func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
 	now := s.nowUTC()
 	errs := make([]error, len(fences))
 	err := s.write(ctx, func(tx sqliteTx) error {
@@ -175,9 +176,9 @@ WHERE key = ? AND claim_token = ? AND state = 'claimed' RETURNING run_id`, now.U
 
 // Renew extends each fence's lease to lease from now, in one transaction.
 // Like the PostgreSQL statement, it writes no history row.
-func (s *SQLite) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
 	if lease <= 0 {
-		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ErrInvalid)
+		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
 	now := s.nowUTC()
 	expires := now.Add(lease)
@@ -202,8 +203,8 @@ WHERE key = ? AND claim_token = ? AND state = 'claimed'`, expires.UnixMicro(), n
 }
 
 // Finish records each outcome, in one transaction.
-func (s *SQLite) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
-	if err := validateFinishes(fs); err != nil {
+func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
+	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -212,7 +213,7 @@ func (s *SQLite) Finish(ctx context.Context, fs []digest.Finish) ([]error, error
 		for i, f := range fs {
 			var next any
 			if f.State == digest.StateRetryable {
-				next = nextAttempt(f, now).UnixMicro()
+				next = ledger.NextAttempt(f, now).UnixMicro()
 			}
 			res, err := tx.ExecContext(ctx, `UPDATE receipts SET
     previous_state = state, state = ?1, lease_expires_at = NULL,
@@ -231,7 +232,7 @@ WHERE key = ?8 AND claim_token = ?9 AND state = 'claimed'`,
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
-			if err := sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, f.State, f.RunID, finishDetail(f)); err != nil {
+			if err := sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, f.State, f.RunID, ledger.FinishDetail(f)); err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)
 			}
 		}
@@ -245,8 +246,8 @@ WHERE key = ?8 AND claim_token = ?9 AND state = 'claimed'`,
 
 // Observe records observations and reports what a claim would decide, in
 // one transaction. No receipt changes.
-func (s *SQLite) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
-	if err := validateObservations(obs); err != nil {
+func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
+	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
@@ -268,7 +269,7 @@ func (s *SQLite) Observe(ctx context.Context, obs []digest.Observation) ([]diges
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			out[i] = digest.Observed{Would: would(c, o.Fingerprint, now), PreviousAt: fromUs(prev)}
+			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromUs(prev)}
 		}
 		return nil
 	})

@@ -1,8 +1,7 @@
-package ledger
+package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -15,7 +14,7 @@ import (
 // and false when no run has pinned it yet. Unlike PinSnapshot it never
 // pins: a preview or a test send reads the week as a run would, without
 // deciding its cutoff. ReceiptsByKeyID is left nil.
-func (s *Postgres) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
+func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
 	var (
 		wp        digest.WeekPin
 		zone, kid *string
@@ -30,25 +29,6 @@ WHERE digest_type = $1 AND iso_week = $2 AND version = $3`, pin.Type, pin.Week.S
 	}
 	wp.AsOf = wp.AsOf.UTC()
 	wp.Zone, wp.KeyID = deref(zone), deref(kid)
-	return wp, true, nil
-}
-
-// Pinned returns what the first run of pin fixed; see Postgres.Pinned.
-func (s *SQLite) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
-	var (
-		wp        digest.WeekPin
-		asOf      sql.NullInt64
-		zone, kid sql.NullString
-	)
-	err := s.db.QueryRowContext(ctx, `SELECT as_of, zone, key_id FROM snapshot_pins
-WHERE digest_type = ? AND iso_week = ? AND version = ?`, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return digest.WeekPin{}, false, nil
-	}
-	if err != nil {
-		return digest.WeekPin{}, false, fmt.Errorf("read pin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
-	}
-	wp.AsOf, wp.Zone, wp.KeyID = fromUs(asOf), zone.String, kid.String
 	return wp, true, nil
 }
 

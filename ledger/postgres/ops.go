@@ -1,4 +1,4 @@
-package ledger
+package postgres
 
 import (
 	"context"
@@ -9,17 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
-// receiptColumns are the columns of a Receipt, in scan order (both dialects).
-const receiptColumns = `key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
-    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
-    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at`
-
-func scanPgReceipt(row pgx.Row) (Receipt, error) {
+func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 	var (
-		r                                  Receipt
+		r                                  ledger.Receipt
 		key, state                         string
 		lease, started, next, sent         *time.Time
 		firstClaimed, lastAttempt, updated time.Time
@@ -29,7 +24,7 @@ func scanPgReceipt(row pgx.Row) (Receipt, error) {
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
 		&r.RunID, &r.Week, &updated)
 	if err != nil {
-		return Receipt{}, err
+		return ledger.Receipt{}, err
 	}
 	r.Key, r.State = digest.Key(key), digest.State(state)
 	r.LeaseExpires, r.SendStartedAt, r.NextAttempt, r.SentAt = timeOrZero(lease), timeOrZero(started), timeOrZero(next), timeOrZero(sent)
@@ -38,14 +33,14 @@ func scanPgReceipt(row pgx.Row) (Receipt, error) {
 }
 
 // List returns receipts matching f, ordered by key.
-func (s *Postgres) List(ctx context.Context, f ListFilter) ([]Receipt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+receiptColumns+` FROM receipts
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts
 WHERE ($1 = '' OR state = $1) AND ($2 = '' OR iso_week = $2) AND key > $3
-ORDER BY key LIMIT $4`, string(f.State), f.week(), string(f.After), f.limit())
+ORDER BY key LIMIT $4`, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Receipt, error) { return scanPgReceipt(row) })
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Receipt, error) { return scanPgReceipt(row) })
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
@@ -53,37 +48,37 @@ ORDER BY key LIMIT $4`, string(f.State), f.week(), string(f.After), f.limit())
 }
 
 // Show returns one receipt and its history.
-func (s *Postgres) Show(ctx context.Context, key digest.Key) (Receipt, []Event, error) {
-	r, err := scanPgReceipt(s.pool.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = $1`, string(key)))
+func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
+	r, err := scanPgReceipt(s.pool.QueryRow(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = $1`, string(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, ErrNotFound)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
 	}
 	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
 FROM receipt_events WHERE key = $1 ORDER BY id`, string(key))
 	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-		var e Event
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.Event, error) {
+		var e ledger.Event
 		var k, from, to string
 		err := row.Scan(&e.ID, &k, &e.At, &from, &to, &e.RunID, &e.Detail)
 		e.Key, e.From, e.To, e.At = digest.Key(k), digest.State(from), digest.State(to), e.At.UTC()
 		return e, err
 	})
 	if err != nil {
-		return Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
+		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
 	return r, events, nil
 }
 
 // Release makes a held receipt retryable and due now; see the package doc
 // for quarantined receipts.
-func (s *Postgres) Release(ctx context.Context, key digest.Key, by Action) error {
-	return s.operate(ctx, key, "release", func(tx pgx.Tx, r Receipt, now time.Time) error {
-		fromQuarantine, detail, err := release(r, by)
+func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) error {
+	return s.operate(ctx, key, "release", func(tx pgx.Tx, r ledger.Receipt, now time.Time) error {
+		fromQuarantine, detail, err := ledger.DecideRelease(r, by)
 		if err != nil {
 			return err
 		}
@@ -103,27 +98,27 @@ func (s *Postgres) Release(ctx context.Context, key digest.Key, by Action) error
 }
 
 // MarkSent records that a held receipt was sent, as providerRef.
-func (s *Postgres) MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error {
-	return s.operate(ctx, key, "mark sent", func(tx pgx.Tx, r Receipt, now time.Time) error {
+func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) error {
+	return s.operate(ctx, key, "mark sent", func(tx pgx.Tx, r ledger.Receipt, now time.Time) error {
 		if r.State != digest.StateHeld {
-			return fmt.Errorf("%w: %s", ErrWrongState, r.State)
+			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
 		}
 		_, err := tx.Exec(ctx, `UPDATE receipts SET previous_state = state, state = 'sent',
     sent_at = $2, provider_ref = $3, updated_at = $2 WHERE key = $1`, string(key), now, providerRef)
 		if err != nil {
 			return err
 		}
-		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, by.detail("marked sent as "+providerRef))
+		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, by.Detail("marked sent as "+providerRef))
 	})
 }
 
 // operate runs fn on the locked receipt in one transaction.
-func (s *Postgres) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, Receipt, time.Time) error) error {
+func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, ledger.Receipt, time.Time) error) error {
 	now := s.nowUTC()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := scanPgReceipt(tx.QueryRow(ctx, `SELECT `+receiptColumns+` FROM receipts WHERE key = $1 FOR UPDATE`, string(key)))
+		r, err := scanPgReceipt(tx.QueryRow(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = $1 FOR UPDATE`, string(key)))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return ledger.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -142,17 +137,17 @@ VALUES ($1, $2, $3, $4, '', $5)`, string(key), at, string(from), string(to), det
 	return err
 }
 
-// Counts counts a week's receipts by state.
-func (s *Postgres) Counts(ctx context.Context, week digest.ISOWeek) (Counts, error) {
+// ledger.Counts counts a week's receipts by state.
+func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
 	now := s.nowUTC()
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*),
     min(last_attempt_at) FILTER (WHERE state = 'claimed'), min(updated_at) FILTER (WHERE state = 'retryable')
 FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
 	if err != nil {
-		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
 	defer rows.Close()
-	c := Counts{ByState: map[digest.State]int64{}}
+	c := ledger.Counts{ByState: map[digest.State]int64{}}
 	for rows.Next() {
 		var (
 			state            string
@@ -160,7 +155,7 @@ FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
 			claimed, retried *time.Time
 		)
 		if err := rows.Scan(&state, &n, &claimed, &retried); err != nil {
-			return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+			return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 		}
 		c.ByState[digest.State(state)] = n
 		if claimed != nil {
@@ -171,15 +166,15 @@ FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Counts{}, fmt.Errorf("counts %s: %w", week, err)
+		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
 	return c, nil
 }
 
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
-func (s *Postgres) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error) {
-	var r RepeatReport
+func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (ledger.RepeatReport, error) {
+	var r ledger.RepeatReport
 	w := ""
 	if !week.IsZero() {
 		w = week.String()
@@ -196,7 +191,7 @@ SELECT count(*), count(DISTINCT key),
     count(*) FILTER (WHERE gap > $2)
 FROM o`, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
-		return RepeatReport{}, fmt.Errorf("repeats: %w", err)
+		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}
 	return r, nil
 }

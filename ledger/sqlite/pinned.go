@@ -1,0 +1,29 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// Pinned returns what the first run of pin fixed; see the PostgreSQL store's Pinned.
+func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
+	var (
+		wp        digest.WeekPin
+		asOf      sql.NullInt64
+		zone, kid sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT as_of, zone, key_id FROM snapshot_pins
+WHERE digest_type = ? AND iso_week = ? AND version = ?`, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return digest.WeekPin{}, false, nil
+	}
+	if err != nil {
+		return digest.WeekPin{}, false, fmt.Errorf("read pin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	wp.AsOf, wp.Zone, wp.KeyID = fromUs(asOf), zone.String, kid.String
+	return wp, true, nil
+}

@@ -100,6 +100,7 @@ func validateKeys(keys []digest.Key) error {
 	return nil
 }
 
+// ValidateClaims refuses malformed claim requests with ErrInvalid.
 func ValidateClaims(reqs []digest.ClaimRequest) error {
 	for i, r := range reqs {
 		if err := validateKeys(r.Keys); err != nil {
@@ -119,6 +120,7 @@ func ValidateClaims(reqs []digest.ClaimRequest) error {
 	return nil
 }
 
+// ValidateFinishes refuses a Finish to a state a claim cannot end in.
 func ValidateFinishes(fs []digest.Finish) error {
 	for _, f := range fs {
 		switch f.State {
@@ -130,6 +132,7 @@ func ValidateFinishes(fs []digest.Finish) error {
 	return nil
 }
 
+// ValidateObservations refuses malformed observations with ErrInvalid.
 func ValidateObservations(obs []digest.Observation) error {
 	for i, o := range obs {
 		if len(o.Keys) == 0 {
@@ -161,6 +164,7 @@ func NextAttempt(f digest.Finish, now time.Time) time.Time {
 	return f.NextAttempt
 }
 
+// KeyStrings returns keys as strings, for statement arguments.
 func KeyStrings(keys []digest.Key) []string {
 	s := make([]string, len(keys))
 	for i, k := range keys {

@@ -6,16 +6,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// ReceiptColumns are the columns of a Receipt, in scan order (both dialects).
-const ReceiptColumns = `key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
-    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
-    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at`
-
-// TombstoneColumns are the columns of a digest.PruneTombstone, in scan
-// order (both dialects).
-const TombstoneColumns = `digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at`
-
+// ParseTombstoneWeek sets t's week from its stored text.
 func ParseTombstoneWeek(t *digest.PruneTombstone, week string) error {
 	w, err := digest.ParseISOWeek(week)
 	if err != nil {

@@ -13,12 +13,14 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
-// claimSQL decides a set of ClaimRequests in one statement, one row each.
+// claimManySQL (sql/claim.sql) decides a set of ClaimRequests in one
+// statement, one row each; claimOneSQL is its form for one request.
 // No two requests of one statement share a candidate key (see rounds).
 //
 // $1 candidate keys of each request joined by ',' (current first; keys
 // never contain a comma), $2 fingerprints, $3 ISO weeks, $4 run ids,
-// $5 lease expiries, $6 now.
+// $5 lease expiries, $6 now, $7-$11 the history texts
+// (ledger.ClaimHistoryTexts).
 //
 // It relies on two PostgreSQL behaviours:
 //   - INSERT … ON CONFLICT DO UPDATE takes the row lock of the conflicting
@@ -34,110 +36,14 @@ import (
 // (changed = false), or nothing when the receipt was inserted concurrently
 // after that snapshot. Rows are inserted in key order, so two statements
 // lock shared keys in the same order.
-const claimSQL = `
-WITH target AS (
-    SELECT q.idx, q.fingerprint, q.week, q.run_id, q.lease,
-        -- The first candidate holding a receipt governs (an older key id
-        -- after a rotation); with none, a new receipt goes under the
-        -- current key.
-        -- One primary-key probe per candidate (OFFSET 0 keeps it a probe:
-        -- key = ANY(keys) was planned as a sequential scan per request by a
-        -- generic plan made while receipts was small).
-        coalesce(
-            (SELECT c.k FROM unnest(q.keys) WITH ORDINALITY AS c(k, n)
-               CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k OFFSET 0) x
-              ORDER BY c.n LIMIT 1),
-            q.keys[1]) AS key
-    FROM (
-        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.week, u.run_id, u.lease
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
-            AS u(cands, fingerprint, week, run_id, lease, idx)
-    ) q
-),
-claim AS (
-    INSERT INTO receipts AS r (key, key_id, state, fingerprint, attempts, claim_token,
-        lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
-    SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, 1, nextval('receipt_claim_token'),
-        t.lease, $6::timestamptz, $6::timestamptz, t.run_id, t.week, $6::timestamptz
-    FROM target t ORDER BY t.key
-    ON CONFLICT (key) DO UPDATE SET
-        previous_state = r.state,
-        state = CASE WHEN r.fingerprint <> excluded.fingerprint THEN 'quarantined' ELSE 'claimed' END,
-        conflict_fingerprint = CASE WHEN r.fingerprint <> excluded.fingerprint
-            THEN excluded.fingerprint ELSE r.conflict_fingerprint END,
-        attempts = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.attempts ELSE r.attempts + 1 END,
-        claim_token = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.claim_token ELSE excluded.claim_token END,
-        lease_expires_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN NULL ELSE excluded.lease_expires_at END,
-        send_started = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.send_started ELSE false END,
-        send_started_at = r.send_started_at, -- kept on takeover: the window on-call searches the provider in
-        -- A claim taken over after its send started may have reached the
-        -- provider; a retryable row carries the mark its Finish left.
-        maybe_sent = r.maybe_sent OR (r.state = 'claimed' AND r.send_started),
-        next_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.next_attempt_at END,
-        last_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint
-            THEN r.last_attempt_at ELSE excluded.last_attempt_at END,
-        run_id = excluded.run_id,
-        updated_at = excluded.updated_at
-    WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
-        ELSE (r.state = 'retryable' AND r.next_attempt_at <= excluded.updated_at)
-          OR (r.state = 'claimed' AND r.lease_expires_at <= excluded.updated_at) END
-    RETURNING r.key, r.state, r.previous_state, r.fingerprint, r.attempts, r.claim_token,
-        r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent, r.run_id
-),
-event AS (
-    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT c.Key, $6::timestamptz, c.previous_state, c.State, c.run_id,
-        CASE WHEN c.State = 'quarantined' THEN 'fingerprint differs from the stored one'
-             WHEN c.previous_state IS NULL THEN 'claimed'
-             WHEN c.previous_state = 'claimed' THEN 'lease expired; taken over'
-             ELSE 'claimed again' END
-        || CASE WHEN c.State = 'claimed' AND c.maybe_sent THEN '; an earlier send may have reached the provider' ELSE '' END
-    FROM claim c
+var (
+	claimManySQL = queries.Get("ClaimMany")
+	claimOneSQL  = queries.Get("ClaimOne")
+	readSQL      = queries.Get("ReadGoverning")
 )
-SELECT t.idx, true, c.Key, c.State, c.Fingerprint, c.Attempts, c.claim_token,
-    c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,
-    -- Taken over from an expired claim, maybe sent: its send may still be
-    -- landing (see digest.ClaimResult.TakenOverAt).
-    c.State = 'claimed' AND c.previous_state = 'claimed' AND c.maybe_sent
-FROM target t JOIN claim c ON c.Key = t.key
-UNION ALL
-SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
-    x.lease_expires_at, x.next_attempt_at, x.sent_at, x.provider_ref, x.maybe_sent, false
-FROM target t
--- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
--- while receipts was small would hash it, reading every row each time.
-CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key OFFSET 0) x
-WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.Key = t.key)`
 
-// claimOneSQL is claimSQL for one request, with scalar arguments ($1 the
-// candidate keys joined by ',', …): a single-row statement plans in a
-// fraction of the time of the unnest, which matters when each key is its
-// own round trip.
-var claimOneSQL = mustReplace(claimSQL,
-	`FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
-            AS u(cands, fingerprint, week, run_id, lease, idx)`,
-	`FROM (VALUES ($1::text, $2::text, $3::text, $4::text, $5::timestamptz, 1::bigint))
-            AS u(cands, fingerprint, week, run_id, lease, idx)`)
-
-// mustReplace replaces the one occurrence of old in s, and panics at
-// package initialisation if there is not exactly one.
-func mustReplace(s, old, new string) string {
-	if strings.Count(s, old) != 1 {
-		panic("ledger: statement to derive from changed: " + old)
-	}
-	return strings.Replace(s, old, new, 1)
-}
-
-// readSQL reads the governing receipt among candidate keys $1.
-const readSQL = `
-SELECT 0, false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
-    r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent, false
-FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
-CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = c.k OFFSET 0) r
-ORDER BY c.n LIMIT 1`
-
-// scanCurrent scans the columns claimSQL and readSQL return.
-func scanCurrent(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error) {
+// scanStored scans the columns claimManySQL and readSQL return.
+func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
@@ -176,10 +82,10 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest
 				fps[j], weeks[j], runs[j], leases[j] = r.Fingerprint, r.Week.String(), r.RunID, now.Add(r.Lease)
 			}
 			if len(round) == 1 {
-				b.Queue(claimOneSQL, cands[0], fps[0], weeks[0], runs[0], leases[0], now)
+				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], weeks[0], runs[0], leases[0], now}, ledger.ClaimHistoryTexts()...)...)
 				continue
 			}
-			b.Queue(claimSQL, cands, fps, weeks, runs, leases, now)
+			b.Queue(claimManySQL, append([]any{cands, fps, weeks, runs, leases, now}, ledger.ClaimHistoryTexts()...)...)
 		}
 		return b
 	}
@@ -191,7 +97,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest
 				return fmt.Errorf("claim: %w", err)
 			}
 			for rows.Next() {
-				c, idx, changed, err := scanCurrent(rows)
+				c, idx, changed, err := scanStored(rows)
 				if err != nil {
 					rows.Close()
 					return fmt.Errorf("claim: %w", err)
@@ -237,7 +143,7 @@ func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, mis
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	for _, i := range missing {
-		c, _, _, err := scanCurrent(br.QueryRow())
+		c, _, _, err := scanStored(br.QueryRow())
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// Gone again (pruned in between): report busy; the next run decides.

@@ -21,7 +21,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
 	var schema string
-	if err := db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	if err := db.QueryRowContext(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	// Advisory locks are database-wide; keying by schema keeps test schemas

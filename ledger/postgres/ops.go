@@ -12,6 +12,21 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
+// The operator statements, in sql/ops.sql.
+var (
+	listReceiptsSQL       = queries.Get("ListReceipts")
+	showReceiptSQL        = queries.Get("ShowReceipt")
+	lockReceiptSQL        = queries.Get("LockReceipt")
+	showEventsSQL         = queries.Get("ShowEvents")
+	releaseHeldSQL        = queries.Get("ReleaseHeld")
+	releaseQuarantinedSQL = queries.Get("ReleaseQuarantined")
+	markSentSQL           = queries.Get("MarkSent")
+	insertEventSQL        = queries.Get("InsertEvent")
+	countByStateSQL       = queries.Get("CountByState")
+	repeatsSQL            = queries.Get("Repeats")
+)
+
+// scanPgReceipt scans the columns of ListReceipts.
 func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 	var (
 		r                                  ledger.Receipt
@@ -34,9 +49,7 @@ func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 
 // List returns receipts matching f, ordered by key.
 func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts
-WHERE ($1 = '' OR state = $1) AND ($2 = '' OR iso_week = $2) AND key > $3
-ORDER BY key LIMIT $4`, string(f.State), f.WeekString(), string(f.After), f.PageSize())
+	rows, err := s.pool.Query(ctx, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
@@ -49,15 +62,14 @@ ORDER BY key LIMIT $4`, string(f.State), f.WeekString(), string(f.After), f.Page
 
 // Show returns one receipt and its history.
 func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
-	r, err := scanPgReceipt(s.pool.QueryRow(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = $1`, string(key)))
+	r, err := scanPgReceipt(s.pool.QueryRow(ctx, showReceiptSQL, string(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
 	}
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
-FROM receipt_events WHERE key = $1 ORDER BY id`, string(key))
+	rows, err := s.pool.Query(ctx, showEventsSQL, string(key))
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
@@ -82,13 +94,9 @@ func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) e
 		if err != nil {
 			return err
 		}
-		stmt := `UPDATE receipts SET previous_state = state, state = 'retryable',
-    next_attempt_at = $2, maybe_sent = false, send_started = false, updated_at = $2 WHERE key = $1`
+		stmt := releaseHeldSQL
 		if fromQuarantine {
-			stmt = `UPDATE receipts SET previous_state = state, state = 'retryable',
-    fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
-    maybe_sent = maybe_sent OR send_started, send_started = false,
-    next_attempt_at = $2, updated_at = $2 WHERE key = $1`
+			stmt = releaseQuarantinedSQL
 		}
 		if _, err := tx.Exec(ctx, stmt, string(key), now); err != nil {
 			return err
@@ -103,12 +111,11 @@ func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string
 		if r.State != digest.StateHeld {
 			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
 		}
-		_, err := tx.Exec(ctx, `UPDATE receipts SET previous_state = state, state = 'sent',
-    sent_at = $2, provider_ref = $3, updated_at = $2 WHERE key = $1`, string(key), now, providerRef)
+		_, err := tx.Exec(ctx, markSentSQL, string(key), now, providerRef)
 		if err != nil {
 			return err
 		}
-		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, by.Detail("marked sent as "+providerRef))
+		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, ledger.MarkSentDetail(by, providerRef))
 	})
 }
 
@@ -116,7 +123,7 @@ func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string
 func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, ledger.Receipt, time.Time) error) error {
 	now := s.nowUTC()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := scanPgReceipt(tx.QueryRow(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = $1 FOR UPDATE`, string(key)))
+		r, err := scanPgReceipt(tx.QueryRow(ctx, lockReceiptSQL, string(key)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ledger.ErrNotFound
 		}
@@ -132,17 +139,14 @@ func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn fun
 }
 
 func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from, to digest.State, detail string) error {
-	_, err := tx.Exec(ctx, `INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-VALUES ($1, $2, $3, $4, '', $5)`, string(key), at, string(from), string(to), detail)
+	_, err := tx.Exec(ctx, insertEventSQL, string(key), at, string(from), string(to), detail)
 	return err
 }
 
-// ledger.Counts counts a week's receipts by state.
+// Counts counts a week's receipts by state.
 func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
 	now := s.nowUTC()
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*),
-    min(last_attempt_at) FILTER (WHERE state = 'claimed'), min(updated_at) FILTER (WHERE state = 'retryable')
-FROM receipts WHERE iso_week = $1 GROUP BY state`, week.String())
+	rows, err := s.pool.Query(ctx, countByStateSQL, week.String())
 	if err != nil {
 		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
@@ -179,17 +183,7 @@ func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.D
 	if !week.IsZero() {
 		w = week.String()
 	}
-	err := s.pool.QueryRow(ctx, `
-WITH o AS (
-    SELECT key, at - lag(at) OVER (PARTITION BY key ORDER BY at, id) AS gap
-    FROM observations WHERE $1 = '' OR iso_week = $1
-)
-SELECT count(*), count(DISTINCT key),
-    count(*) FILTER (WHERE gap < interval '5 minutes'),
-    count(*) FILTER (WHERE gap >= interval '5 minutes' AND gap < interval '24 hours'),
-    count(*) FILTER (WHERE gap >= interval '24 hours' AND gap <= $2),
-    count(*) FILTER (WHERE gap > $2)
-FROM o`, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
+	err := s.pool.QueryRow(ctx, repeatsSQL, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
 		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}

@@ -19,8 +19,7 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.Week
 		wp        digest.WeekPin
 		zone, kid *string
 	)
-	err := s.pool.QueryRow(ctx, `SELECT as_of, zone, key_id FROM snapshot_pins
-WHERE digest_type = $1 AND iso_week = $2 AND version = $3`, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid)
+	err := s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}

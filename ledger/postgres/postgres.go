@@ -6,6 +6,7 @@ package postgres
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,19 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/sqlfile"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// queries are the statements of sql/*.sql, by name.
+var queries = sqlfile.MustParse(sqlFiles, "sql")
+
+var (
+	pinSnapshotSQL  = queries.Get("PinSnapshot")
+	countByKeyIDSQL = queries.Get("CountByKeyID")
+	pinnedSQL       = queries.Get("Pinned")
 )
 
 // Store is the ledger on PostgreSQL. It is safe for concurrent use.
@@ -86,13 +100,13 @@ func (s *Store) sendBatch(ctx context.Context, build func() *pgx.Batch, read fun
 	return s.sendBatchMode(ctx, false, build, read)
 }
 
-// Statements that switch the plan cache to generic plans for the
-// single-key statements and back to the connection's setting. Both run in
-// the batch's implicit transaction: when it fails, PostgreSQL rolls the SET
-// back with it.
-const (
-	setGenericPlans = `SET plan_cache_mode = force_generic_plan`
-	resetPlans      = `RESET plan_cache_mode`
+// setGenericPlans and resetPlans switch the plan cache to generic plans
+// for the single-key statements and back to the connection's setting. Both
+// run in the batch's implicit transaction: when it fails, PostgreSQL rolls
+// the SET back with it.
+var (
+	setGenericPlans = queries.Get("SetGenericPlans")
+	resetPlans      = queries.Get("ResetPlans")
 )
 
 // sendBatchMode is sendBatch; with generic, the batch's statements run with
@@ -175,28 +189,15 @@ func nullTime(t time.Time) *time.Time {
 // PinSnapshot stores proposed as what pin fixes if the pin is new, and
 // returns the stored values with the week's receipts counted by key id.
 func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
-	// DO UPDATE rather than DO NOTHING: it returns the row whichever run
-	// inserted it (waiting for a concurrent first run to commit), and it
-	// lets a pin made before zones and key ids were pinned (NULL) adopt
-	// this run's, once. as_of never changes.
-	const upsert = `
-INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
-    zone = coalesce(p.zone, excluded.zone),
-    key_id = coalesce(p.key_id, excluded.key_id)
-RETURNING as_of, zone, key_id`
-	// Receipts store the week, not the type or version: see WeekPin.
-	const count = `SELECT key_id, count(*) FROM receipts WHERE iso_week = $1 GROUP BY key_id`
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, upsert, pin.Type, pin.Week.String(), pin.Version,
+		err := tx.QueryRow(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version,
 			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID).
 			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, count, pin.Week.String())
+		rows, err := tx.Query(ctx, countByKeyIDSQL, pin.Week.String())
 		if err != nil {
 			return err
 		}

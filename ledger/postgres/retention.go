@@ -12,10 +12,16 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
-// pgPrunable selects the receipts a prune removes: $1 the cutoff, $2 the
-// prunable states. A week run since the cutoff keeps all its receipts.
-const pgPrunable = `updated_at < $1 AND state = ANY($2)
-    AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= $1)`
+// The retention statements, in sql/retention.sql.
+var (
+	prunableByWeekSQL    = queries.Get("PrunableByWeek")
+	lockWeekRunsSQL      = queries.Get("LockWeekRuns")
+	pruneSQL             = queries.Get("Prune")
+	pruneObservationsSQL = queries.Get("PruneObservations")
+	startWeekSQL         = queries.Get("StartWeek")
+	weekTombstoneSQL     = queries.Get("WeekTombstone")
+	tombstonesSQL        = queries.Get("Tombstones")
+)
 
 // Prune removes settled receipts, their events and old observations in one
 // transaction, and leaves a tombstone for every pin of each week it took
@@ -27,8 +33,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneR
 	}
 	var res ledger.PruneResult
 	if p.DryRun {
-		rows, err := s.pool.Query(ctx, `SELECT iso_week, count(*) FROM receipts WHERE `+pgPrunable+`
-GROUP BY iso_week ORDER BY iso_week`, p.Before, p.PrunableStates())
+		rows, err := s.pool.Query(ctx, prunableByWeekSQL, p.Before, p.PrunableStates())
 		if err == nil {
 			err = collectWeeks(rows, &res)
 		}
@@ -39,31 +44,19 @@ GROUP BY iso_week ORDER BY iso_week`, p.Before, p.PrunableStates())
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = ledger.PruneResult{}
-		if _, err := tx.Exec(ctx, `LOCK TABLE week_runs IN SHARE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, lockWeekRunsSQL); err != nil {
 			return err
 		}
 		// Data-modifying CTEs see one snapshot: the tombstones count
 		// exactly the receipts this statement deleted.
-		rows, err := tx.Query(ctx, `
-WITH gone AS (DELETE FROM receipts WHERE `+pgPrunable+` RETURNING key, iso_week),
-events AS (DELETE FROM receipt_events e USING gone WHERE e.key = gone.key),
-weeks AS (SELECT iso_week, count(*) AS n FROM gone GROUP BY iso_week),
-stones AS (
-    INSERT INTO prune_tombstones (digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at)
-    SELECT coalesce(p.digest_type, ''), w.iso_week, coalesce(p.version, ''), w.n, $3, $3
-    FROM weeks w LEFT JOIN snapshot_pins p ON p.iso_week = w.iso_week
-    ON CONFLICT (iso_week, digest_type, version) DO UPDATE
-    SET receipts_pruned = prune_tombstones.receipts_pruned + excluded.receipts_pruned,
-        last_pruned_at = excluded.last_pruned_at
-)
-SELECT iso_week, n FROM weeks ORDER BY iso_week`, p.Before, p.PrunableStates(), s.nowUTC())
+		rows, err := tx.Query(ctx, pruneSQL, p.Before, p.PrunableStates(), s.nowUTC())
 		if err != nil {
 			return err
 		}
 		if err := collectWeeks(rows, &res); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM observations WHERE at < $1`, p.Before)
+		_, err = tx.Exec(ctx, pruneObservationsSQL, p.Before)
 		return err
 	})
 	if err != nil {
@@ -91,18 +84,13 @@ func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
 func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
 	var stone *digest.PruneTombstone
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO week_runs (digest_type, iso_week, version, last_started_at)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (iso_week, digest_type, version) DO UPDATE
-SET last_started_at = greatest(week_runs.last_started_at, excluded.last_started_at)`,
+		_, err := tx.Exec(ctx, startWeekSQL,
 			pin.Type, pin.Week.String(), pin.Version, at.UTC().Truncate(time.Microsecond))
 		if err != nil {
 			return err
 		}
 		// The pin's own tombstone first, then one left for a week with no pin.
-		t, err := scanPgTombstone(tx.QueryRow(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
-WHERE iso_week = $1 AND ((digest_type = $2 AND version = $3) OR (digest_type = '' AND version = ''))
-ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
+		t, err := scanPgTombstone(tx.QueryRow(ctx, weekTombstoneSQL, pin.Week.String(), pin.Type, pin.Version))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -117,8 +105,7 @@ ORDER BY digest_type DESC LIMIT 1`, pin.Week.String(), pin.Type, pin.Version))
 
 // Tombstones returns the tombstones of week (zero: all), newest week first.
 func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+ledger.TombstoneColumns+` FROM prune_tombstones
-WHERE $1 = '' OR iso_week = $1 ORDER BY iso_week DESC, digest_type, version`, ledger.WeekOrAll(week))
+	rows, err := s.pool.Query(ctx, tombstonesSQL, ledger.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}

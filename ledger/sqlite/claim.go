@@ -12,6 +12,21 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
+// The claim and fenced statements, in sql/claim.sql.
+var (
+	readGoverningSQL     = queries.Get("ReadGoverning")
+	nextTokenSQL         = queries.Get("NextToken")
+	insertClaimedSQL     = queries.Get("InsertClaimed")
+	quarantineSQL        = queries.Get("Quarantine")
+	claimAgainSQL        = queries.Get("ClaimAgain")
+	insertEventSQL       = queries.Get("InsertEvent")
+	startSendingSQL      = queries.Get("StartSending")
+	renewSQL             = queries.Get("Renew")
+	finishSQL            = queries.Get("Finish")
+	lastObservedSQL      = queries.Get("LastObserved")
+	insertObservationSQL = queries.Get("InsertObservation")
+)
+
 // Claim decides every request in one BEGIN IMMEDIATE transaction. The
 // write lock is taken before the first read, so reading the receipt and
 // writing the decision cannot interleave with another writer.
@@ -49,25 +64,20 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 			return digest.ClaimResult{}, err
 		}
 		key := r.Keys[0]
-		_, err = tx.ExecContext(ctx, `INSERT INTO receipts (key, key_id, state, fingerprint, attempts, claim_token,
-    lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
-VALUES (?, ?, 'claimed', ?, 1, ?, ?, ?, ?, ?, ?, ?)`, string(key), key.KeyID(), r.Fingerprint, token,
-			now.Add(r.Lease).UnixMicro(), now.UnixMicro(), now.UnixMicro(), r.RunID, r.Week.String(), now.UnixMicro())
+		_, err = tx.ExecContext(ctx, insertClaimedSQL, string(key), key.KeyID(), r.Fingerprint, token,
+			now.Add(r.Lease).UnixMicro(), now.UnixMicro(), r.RunID, r.Week.String())
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
 		c = &ledger.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
-		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, "claimed")
+		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, ledger.ClaimHistory("", digest.StateClaimed, false))
 
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined:
-		_, err := tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'quarantined',
-    conflict_fingerprint = ?, lease_expires_at = NULL,
-    maybe_sent = maybe_sent OR (state = 'claimed' AND send_started), run_id = ?, updated_at = ?
-WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
+		_, err := tx.ExecContext(ctx, quarantineSQL, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		err = sqliteEvent(ctx, tx, c.Key, now, c.State, digest.StateQuarantined, r.RunID, "fingerprint differs from the stored one")
+		err = sqliteEvent(ctx, tx, c.Key, now, c.State, digest.StateQuarantined, r.RunID, ledger.ClaimHistory(c.State, digest.StateQuarantined, false))
 		return digest.ClaimResult{Outcome: digest.OutcomeQuarantined, Key: c.Key}, err
 
 	case c.Fingerprint == r.Fingerprint && c.Claimable(now):
@@ -76,21 +86,12 @@ WHERE key = ?`, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
 			return digest.ClaimResult{}, err
 		}
 		from := c.State
-		detail := "claimed again"
-		if from == digest.StateClaimed {
-			detail = "lease expired; taken over"
-		}
 		c.MaybeSent = c.MaybeSent || from == digest.StateClaimed && c.SendStarted
 		c.TakenOver = from == digest.StateClaimed && c.MaybeSent
 		c.LeaseExpires = now.Add(r.Lease)
-		if c.MaybeSent {
-			detail += "; an earlier send may have reached the provider"
-		}
+		detail := ledger.ClaimHistory(from, digest.StateClaimed, c.MaybeSent)
 		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
-		_, err = tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'claimed',
-    attempts = ?, claim_token = ?, lease_expires_at = ?, send_started = 0,
-    maybe_sent = ?, next_attempt_at = NULL, last_attempt_at = ?, run_id = ?, updated_at = ?
-WHERE key = ?`, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, now.UnixMicro(), r.RunID, now.UnixMicro(), string(c.Key))
+		_, err = tx.ExecContext(ctx, claimAgainSQL, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, now.UnixMicro(), r.RunID, string(c.Key))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -102,9 +103,7 @@ WHERE key = ?`, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, no
 // readCurrent returns the governing receipt among keys (the first candidate
 // that has one), or nil.
 func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT key, state, fingerprint, attempts, claim_token, lease_expires_at,
-    next_attempt_at, sent_at, coalesce(provider_ref, ''), maybe_sent, send_started
-FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
+	rows, err := tx.QueryContext(ctx, readGoverningSQL, jsonKeys(keys))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +131,7 @@ FROM receipts WHERE key IN (`+placeholders(len(keys))+`)`, keyArgs(keys)...)
 
 func nextToken(ctx context.Context, tx sqliteTx) (int64, error) {
 	var token int64
-	err := tx.QueryRowContext(ctx, `UPDATE ledger_counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value`).Scan(&token)
+	err := tx.QueryRowContext(ctx, nextTokenSQL).Scan(&token)
 	return token, err
 }
 
@@ -141,8 +140,7 @@ func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time,
 	if from != "" {
 		fromState = string(from)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-VALUES (?, ?, ?, ?, ?, ?)`, string(key), at.UnixMicro(), fromState, string(to), runID, detail)
+	_, err := tx.ExecContext(ctx, insertEventSQL, string(key), at.UnixMicro(), fromState, string(to), runID, detail)
 	return err
 }
 
@@ -153,14 +151,13 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]erro
 	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
 			var runID string
-			err := tx.QueryRowContext(ctx, `UPDATE receipts SET send_started = 1, send_started_at = ?, updated_at = ?
-WHERE key = ? AND claim_token = ? AND state = 'claimed' RETURNING run_id`, now.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
+			err := tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
 			if err == nil {
-				err = sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, digest.StateClaimed, runID, "send started")
+				err = sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, digest.StateClaimed, runID, ledger.HistorySendStarted)
 			}
 			if err != nil {
 				return fmt.Errorf("start sending %s: %w", f.Key, err)
@@ -185,12 +182,15 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 	errs := make([]error, len(fences))
 	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
-			res, err := tx.ExecContext(ctx, `UPDATE receipts SET lease_expires_at = ?, updated_at = ?
-WHERE key = ? AND claim_token = ? AND state = 'claimed'`, expires.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
+			res, err := tx.ExecContext(ctx, renewSQL, expires.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
 			if err != nil {
 				return fmt.Errorf("renew %s: %w", f.Key, err)
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("renew %s: %w", f.Key, err)
+			}
+			if n == 0 {
 				errs[i] = digest.ErrStaleClaim
 			}
 		}
@@ -215,20 +215,16 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error)
 			if f.State == digest.StateRetryable {
 				next = ledger.NextAttempt(f, now).UnixMicro()
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE receipts SET
-    previous_state = state, state = ?1, lease_expires_at = NULL,
-    sent_at = CASE WHEN ?1 = 'sent' THEN ?2 ELSE sent_at END,
-    provider_ref = CASE WHEN ?1 = 'sent' THEN ?3 ELSE provider_ref END,
-    next_attempt_at = ?4,
-    maybe_sent = CASE WHEN ?1 = 'retryable' THEN ?5 ELSE maybe_sent OR send_started END,
-    last_error = CASE WHEN ?1 = 'sent' THEN last_error ELSE ?6 END,
-    run_id = ?7, updated_at = ?2
-WHERE key = ?8 AND claim_token = ?9 AND state = 'claimed'`,
+			res, err := tx.ExecContext(ctx, finishSQL,
 				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token)
 			if err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("finish %s: %w", f.Key, err)
+			}
+			if n == 0 {
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
@@ -255,8 +251,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest
 	err := s.write(ctx, func(tx sqliteTx) error {
 		for i, o := range obs {
 			var prev sql.NullInt64
-			err := tx.QueryRowContext(ctx, `SELECT max(at) FROM observations WHERE key IN (`+placeholders(len(o.Keys))+`)`,
-				keyArgs(o.Keys)...).Scan(&prev)
+			err := tx.QueryRowContext(ctx, lastObservedSQL, jsonKeys(o.Keys)).Scan(&prev)
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
@@ -264,7 +259,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO observations (key, fingerprint, run_id, iso_week, at) VALUES (?, ?, ?, ?, ?)`,
+			_, err = tx.ExecContext(ctx, insertObservationSQL,
 				string(o.Keys[0]), o.Fingerprint, o.RunID, o.Week.String(), now.UnixMicro())
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)

@@ -11,6 +11,19 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
+// The operator statements, in sql/ops.sql.
+var (
+	listReceiptsSQL       = queries.Get("ListReceipts")
+	showReceiptSQL        = queries.Get("ShowReceipt")
+	showEventsSQL         = queries.Get("ShowEvents")
+	releaseHeldSQL        = queries.Get("ReleaseHeld")
+	releaseQuarantinedSQL = queries.Get("ReleaseQuarantined")
+	markSentSQL           = queries.Get("MarkSent")
+	countByStateSQL       = queries.Get("CountByState")
+	repeatsSQL            = queries.Get("Repeats")
+)
+
+// scanSQLiteReceipt scans the columns of ListReceipts.
 func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, error) {
 	var (
 		r                                  ledger.Receipt
@@ -33,9 +46,7 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, err
 
 // List returns receipts matching f, ordered by key.
 func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts
-WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR iso_week = ?2) AND key > ?3
-ORDER BY key LIMIT ?4`, string(f.State), f.WeekString(), string(f.After), f.PageSize())
+	rows, err := s.db.QueryContext(ctx, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
@@ -56,15 +67,14 @@ ORDER BY key LIMIT ?4`, string(f.State), f.WeekString(), string(f.After), f.Page
 
 // Show returns one receipt and its history.
 func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
-	r, err := scanSQLiteReceipt(s.db.QueryRowContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = ?`, string(key)))
+	r, err := scanSQLiteReceipt(s.db.QueryRowContext(ctx, showReceiptSQL, string(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
 	}
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
-FROM receipt_events WHERE key = ? ORDER BY id`, string(key))
+	rows, err := s.db.QueryContext(ctx, showEventsSQL, string(key))
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
@@ -96,13 +106,9 @@ func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) e
 		if err != nil {
 			return err
 		}
-		stmt := `UPDATE receipts SET previous_state = state, state = 'retryable',
-    next_attempt_at = ?2, maybe_sent = 0, send_started = 0, updated_at = ?2 WHERE key = ?1`
+		stmt := releaseHeldSQL
 		if fromQuarantine {
-			stmt = `UPDATE receipts SET previous_state = state, state = 'retryable',
-    fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
-    maybe_sent = maybe_sent OR send_started, send_started = 0,
-    next_attempt_at = ?2, updated_at = ?2 WHERE key = ?1`
+			stmt = releaseQuarantinedSQL
 		}
 		if _, err := tx.ExecContext(ctx, stmt, string(key), now.UnixMicro()); err != nil {
 			return err
@@ -117,12 +123,11 @@ func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string
 		if r.State != digest.StateHeld {
 			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE receipts SET previous_state = state, state = 'sent',
-    sent_at = ?2, provider_ref = ?3, updated_at = ?2 WHERE key = ?1`, string(key), now.UnixMicro(), providerRef)
+		_, err := tx.ExecContext(ctx, markSentSQL, string(key), now.UnixMicro(), providerRef)
 		if err != nil {
 			return err
 		}
-		return sqliteEvent(ctx, tx, key, now, r.State, digest.StateSent, "", by.Detail("marked sent as "+providerRef))
+		return sqliteEvent(ctx, tx, key, now, r.State, digest.StateSent, "", ledger.MarkSentDetail(by, providerRef))
 	})
 }
 
@@ -130,7 +135,7 @@ func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string
 func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(sqliteTx, ledger.Receipt, time.Time) error) error {
 	now := s.nowUTC()
 	err := s.write(ctx, func(tx sqliteTx) error {
-		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, `SELECT `+ledger.ReceiptColumns+` FROM receipts WHERE key = ?`, string(key)))
+		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, showReceiptSQL, string(key)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ledger.ErrNotFound
 		}
@@ -145,12 +150,10 @@ func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn fun
 	return nil
 }
 
-// ledger.Counts counts a week's receipts by state.
+// Counts counts a week's receipts by state.
 func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
 	now := s.nowUTC()
-	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*),
-    min(CASE WHEN state = 'claimed' THEN last_attempt_at END), min(CASE WHEN state = 'retryable' THEN updated_at END)
-FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
+	rows, err := s.db.QueryContext(ctx, countByStateSQL, week.String())
 	if err != nil {
 		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
@@ -179,14 +182,6 @@ FROM receipts WHERE iso_week = ? GROUP BY state`, week.String())
 	return c, nil
 }
 
-func stringArgs(ss []string) []any {
-	args := make([]any, len(ss))
-	for i, s := range ss {
-		args[i] = s
-	}
-	return args
-}
-
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
 func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (ledger.RepeatReport, error) {
@@ -199,15 +194,7 @@ func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.D
 		w = week.String()
 	}
 	var r ledger.RepeatReport
-	err := s.db.QueryRowContext(ctx, `
-WITH o AS (
-    SELECT key, at - lag(at) OVER (PARTITION BY key ORDER BY at, id) AS gap
-    FROM observations WHERE ?1 = '' OR iso_week = ?1
-)
-SELECT count(*), count(DISTINCT key),
-    coalesce(sum(gap < ?2), 0), coalesce(sum(gap >= ?2 AND gap < ?3), 0),
-    coalesce(sum(gap >= ?3 AND gap <= ?4), 0), coalesce(sum(gap > ?4), 0)
-FROM o`, w, fiveMin, day, horizon.Microseconds()).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
+	err := s.db.QueryRowContext(ctx, repeatsSQL, w, fiveMin, day, horizon.Microseconds()).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
 		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}

@@ -16,8 +16,7 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.Week
 		asOf      sql.NullInt64
 		zone, kid sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT as_of, zone, key_id FROM snapshot_pins
-WHERE digest_type = ? AND iso_week = ? AND version = ?`, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
+	err := s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}

@@ -8,6 +8,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +24,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
+	"github.com/weeklydigest/digest/ledger/internal/sqlfile"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -42,6 +45,18 @@ type Store struct {
 var (
 	_ digest.Ledger = (*Store)(nil)
 	_ ledger.Store  = (*Store)(nil)
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// queries are the statements of sql/*.sql, by name.
+var queries = sqlfile.MustParse(sqlFiles, "sql")
+
+var (
+	pinSnapshotSQL  = queries.Get("PinSnapshot")
+	countByKeyIDSQL = queries.Get("CountByKeyID")
+	pinnedSQL       = queries.Get("Pinned")
 )
 
 // busyTimeout is how long a writer waits for another process's write lock.
@@ -211,19 +226,13 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err := s.write(ctx, func(tx sqliteTx) error {
 		var asOf sql.NullInt64
-		err := tx.QueryRowContext(ctx, `INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
-    zone = coalesce(p.zone, excluded.zone),
-    key_id = coalesce(p.key_id, excluded.key_id)
-RETURNING as_of, zone, key_id`, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
+		err := tx.QueryRowContext(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
 			proposed.Zone, proposed.KeyID).Scan(&asOf, &wp.Zone, &wp.KeyID)
 		if err != nil {
 			return err
 		}
 		wp.AsOf = fromUs(asOf)
-		// Receipts store the week, not the type or version: see WeekPin.
-		rows, err := tx.QueryContext(ctx, `SELECT key_id, count(*) FROM receipts WHERE iso_week = ? GROUP BY key_id`, pin.Week.String())
+		rows, err := tx.QueryContext(ctx, countByKeyIDSQL, pin.Week.String())
 		if err != nil {
 			return err
 		}
@@ -246,15 +255,12 @@ RETURNING as_of, zone, key_id`, pin.Type, pin.Week.String(), pin.Version, propos
 	return wp, nil
 }
 
-// placeholders returns "?, ?, …" for n parameters.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-func keyArgs(keys []digest.Key) []any {
-	args := make([]any, len(keys))
-	for i, k := range keys {
-		args[i] = string(k)
+// jsonKeys is keys as a JSON array, the argument of the statements that
+// take a list of candidate keys (json_each).
+func jsonKeys(keys []digest.Key) string {
+	b, err := json.Marshal(ledger.KeyStrings(keys))
+	if err != nil {
+		panic(err) // unreachable: a []string always marshals
 	}
-	return args
+	return string(b)
 }

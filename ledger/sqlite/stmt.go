@@ -7,8 +7,9 @@ import (
 	"sync"
 )
 
-// maxCachedStatements bounds stmtCache; queries with IN lists vary by the
-// number of candidate keys, so the set of texts is small but not fixed.
+// maxCachedStatements bounds stmtCache. The statements are the fixed
+// texts of sql/*.sql (lists travel as one JSON argument), so the bound is
+// never reached; it guards against a statement built at run time.
 const maxCachedStatements = 64
 
 // stmtCache keeps prepared statements by query text: parsing SQL was a

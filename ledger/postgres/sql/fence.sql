@@ -1,0 +1,126 @@
+-- The fenced statements (see finish.go): they change a receipt only while
+-- it is still claimed under the caller's token. The *Many forms take
+-- arrays, one element per fence; the *One forms scalars.
+
+-- name: StartMany
+-- Marks claims' sends as started: $1 keys, $2 tokens, $3 now, $4 the history
+-- text (ledger.HistorySendStarted). Returns the 1-based positions that matched.
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+), s AS (
+    UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, r.run_id
+), event AS (
+    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+    SELECT key, $3::timestamptz, 'claimed', 'claimed', run_id, $4::text FROM s
+)
+SELECT idx FROM s;
+
+-- name: StartOne
+-- StartMany for one fence, with scalar arguments.
+WITH f AS (
+    SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
+), s AS (
+    UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
+    FROM f
+    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, r.run_id
+), event AS (
+    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+    SELECT key, $3::timestamptz, 'claimed', 'claimed', run_id, $4::text FROM s
+)
+SELECT idx FROM s;
+
+-- name: RenewMany
+-- Extends the leases of claims still held: $1 keys, $2 tokens, $3 the new
+-- expiry, $4 now. Returns (position, renewed) per fence it saw; see Renew.
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+), l AS MATERIALIZED (
+    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+        AND r.key IN (SELECT key FROM l)
+    RETURNING f.idx
+)
+SELECT idx, true FROM u
+UNION ALL
+SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l);
+
+-- name: FinishMany
+-- Ends claims, one row per Finish: $1 keys, $2 tokens, $3 new states, $4
+-- provider refs, $5 next attempts, $6 maybe sent (retryable), $7 reasons, $8
+-- run ids, $9 history details, $10 now. Returns the positions that matched.
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
+            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
+        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
+), u AS (
+    UPDATE receipts r SET
+        previous_state = r.state,
+        state = f.state,
+        lease_expires_at = NULL,
+        sent_at = CASE WHEN f.state = 'sent' THEN $10::timestamptz ELSE r.sent_at END,
+        provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
+        maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
+        last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
+        run_id = f.run_id,
+        updated_at = $10::timestamptz
+    FROM f
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
+), event AS (
+    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+)
+SELECT idx FROM u;
+
+-- name: FinishOne
+-- FinishMany for one Finish, with scalar arguments.
+WITH f AS (
+    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,
+        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, 1::bigint AS idx,
+        'claimed'::text AS claimed
+), u AS (
+    UPDATE receipts r SET
+        previous_state = r.state,
+        state = f.state,
+        lease_expires_at = NULL,
+        sent_at = CASE WHEN f.state = 'sent' THEN $10::timestamptz ELSE r.sent_at END,
+        provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
+        maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
+        last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
+        run_id = f.run_id,
+        updated_at = $10::timestamptz
+    FROM f
+    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
+), event AS (
+    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+)
+SELECT idx FROM u;
+
+-- name: Observe
+-- Records one observation and reads, from the statement's snapshot (which
+-- excludes the new row), the previous observation and the governing receipt.
+-- $1 candidate keys, $2 fingerprint, $3 run id, $4 week, $5 now.
+WITH prev AS (
+    SELECT max(o.at) AS at FROM unnest($1::text[]) AS c(k)
+    CROSS JOIN LATERAL (SELECT max(at) AS at FROM observations WHERE key = c.k OFFSET 0) o
+), ins AS (
+    INSERT INTO observations (key, fingerprint, run_id, iso_week, at)
+    VALUES (($1::text[])[1], $2::text, $3::text, $4::text, $5::timestamptz)
+)
+SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at
+FROM prev LEFT JOIN LATERAL (
+    SELECT x.* FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
+    CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k OFFSET 0) x
+    ORDER BY c.n LIMIT 1
+) r ON true;

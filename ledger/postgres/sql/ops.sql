@@ -1,0 +1,79 @@
+-- Operator statements (see ops.go): review, release, mark sent, counts.
+
+-- name: ListReceipts
+-- Receipts in state $1 ('' any) of week $2 ('' any) after key $3, at most $4.
+SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
+    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
+    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
+    run_id, iso_week, updated_at
+FROM receipts
+WHERE ($1 = '' OR state = $1) AND ($2 = '' OR iso_week = $2) AND key > $3
+ORDER BY key LIMIT $4;
+
+-- name: ShowReceipt
+-- One receipt, in the columns of ListReceipts.
+SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
+    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
+    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
+    run_id, iso_week, updated_at
+FROM receipts WHERE key = $1;
+
+-- name: LockReceipt
+-- ShowReceipt, locking the row for an operator's change.
+SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
+    claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
+    first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
+    run_id, iso_week, updated_at
+FROM receipts WHERE key = $1 FOR UPDATE;
+
+-- name: ShowEvents
+-- The history of key $1, oldest first.
+SELECT id, key, at, coalesce(from_state, ''), to_state, run_id, detail
+FROM receipt_events WHERE key = $1 ORDER BY id;
+
+-- name: ReleaseHeld
+-- Makes held receipt $1 retryable and due at $2, clearing the send marks.
+UPDATE receipts SET previous_state = state, state = 'retryable',
+    next_attempt_at = $2, maybe_sent = false, send_started = false, updated_at = $2
+WHERE key = $1;
+
+-- name: ReleaseQuarantined
+-- Makes quarantined receipt $1 retryable and due at $2, adopting the
+-- conflicting fingerprint and keeping MaybeSent if a send may have started.
+UPDATE receipts SET previous_state = state, state = 'retryable',
+    fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
+    maybe_sent = maybe_sent OR send_started, send_started = false,
+    next_attempt_at = $2, updated_at = $2
+WHERE key = $1;
+
+-- name: MarkSent
+-- Records held receipt $1 as sent at $2 under provider reference $3.
+UPDATE receipts SET previous_state = state, state = 'sent',
+    sent_at = $2, provider_ref = $3, updated_at = $2
+WHERE key = $1;
+
+-- name: InsertEvent
+-- An operator's history row: key $1, at $2, from $3, to $4, detail $5.
+INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+VALUES ($1, $2, $3, $4, '', $5);
+
+-- name: CountByState
+-- Week $1's receipts by state, with the oldest claimed one's last attempt
+-- and the oldest retryable one's last change.
+SELECT state, count(*),
+    min(last_attempt_at) FILTER (WHERE state = 'claimed'), min(updated_at) FILTER (WHERE state = 'retryable')
+FROM receipts WHERE iso_week = $1 GROUP BY state;
+
+-- name: Repeats
+-- The gaps between consecutive observations of each key of week $1 ('' all
+-- weeks), bucketed; $2 the horizon.
+WITH o AS (
+    SELECT key, at - lag(at) OVER (PARTITION BY key ORDER BY at, id) AS gap
+    FROM observations WHERE $1 = '' OR iso_week = $1
+)
+SELECT count(*), count(DISTINCT key),
+    count(*) FILTER (WHERE gap < interval '5 minutes'),
+    count(*) FILTER (WHERE gap >= interval '5 minutes' AND gap < interval '24 hours'),
+    count(*) FILTER (WHERE gap >= interval '24 hours' AND gap <= $2),
+    count(*) FILTER (WHERE gap > $2)
+FROM o;

@@ -1,0 +1,43 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestOneAndManyFormsAgree checks that each single-row statement is its
+// multi-row statement with only the input clause changed, so that the two
+// forms in sql/*.sql cannot drift apart and decide differently.
+func TestOneAndManyFormsAgree(t *testing.T) {
+	t.Parallel()
+	manyFences := "WITH f AS MATERIALIZED (\n    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)\n)"
+	for _, tc := range []struct {
+		one, many string
+		input     [][2]string // {in the *Many form, in the *One form}
+	}{
+		{"ClaimOne", "ClaimMany", [][2]string{{
+			"FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY\n",
+			"FROM (VALUES ($1::text, $2::text, $3::text, $4::text, $5::timestamptz, 1::bigint))\n",
+		}}},
+		{"StartOne", "StartMany", [][2]string{
+			{manyFences, "WITH f AS (\n    SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed\n)"},
+			{"r.key = ANY($1::text[]) AND ", ""},
+		}},
+		{"FinishOne", "FinishMany", [][2]string{
+			{"WITH f AS MATERIALIZED (\n    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],\n            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY\n        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)\n)",
+				"WITH f AS (\n    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,\n        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, 1::bigint AS idx,\n        'claimed'::text AS claimed\n)"},
+			{"r.key = ANY($1::text[]) AND ", ""},
+		}},
+	} {
+		many := queries.Get(tc.many)
+		for _, in := range tc.input {
+			if strings.Count(many, in[0]) != 1 {
+				t.Fatalf("%s: the input clause %q is not there once", tc.many, in[0])
+			}
+			many = strings.Replace(many, in[0], in[1], 1)
+		}
+		if one := queries.Get(tc.one); one != many {
+			t.Errorf("%s differs from %s beyond its input clause:\n%s\n---\n%s", tc.one, tc.many, one, many)
+		}
+	}
+}

@@ -1,19 +1,15 @@
-package ledger_test
+package ledgertest
 
 import (
 	"context"
 	"encoding/base64"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/internal/pgtest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/ledger/postgres"
-	"github.com/weeklydigest/digest/ledger/sqlite"
 )
 
 // clock is a test clock that moves only when told.
@@ -36,66 +32,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-}
-
-// backend makes fresh, empty databases for one store implementation.
-type backend struct {
-	name  string
-	fresh func(t testing.TB) ledger.Config
-}
-
-var backends = []backend{
-	{"postgres", func(t testing.TB) ledger.Config {
-		return ledger.Config{DatabaseURL: pgtest.Schema(t)}
-	}},
-	{"sqlite", func(t testing.TB) ledger.Config {
-		return ledger.Config{Path: filepath.Join(t.TempDir(), "ledger.db")}
-	}},
-}
-
-// each runs test once per backend, in parallel.
-func each(t *testing.T, test func(t *testing.T, be backend)) {
-	t.Helper()
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			test(t, be)
-		})
-	}
-}
-
-// open opens a store on cfg with clk, closed when the test ends.
-func open(t testing.TB, cfg ledger.Config, clk *clock) ledger.Store {
-	t.Helper()
-	if clk != nil {
-		cfg.Now = clk.Now
-	}
-	s, err := openStore(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// openStore opens PostgreSQL when cfg.DatabaseURL is set, else SQLite.
-func openStore(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
-	if cfg.DatabaseURL != "" {
-		return postgres.Open(ctx, cfg)
-	}
-	return sqlite.Open(ctx, cfg)
-}
-
-// fresh returns a migrated store on a new database, with its clock and config.
-func fresh(t testing.TB, be backend) (ledger.Store, *clock, ledger.Config) {
-	t.Helper()
-	cfg := be.fresh(t)
-	clk := newClock()
-	s := open(t, cfg, clk)
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return s, clk, cfg
 }
 
 var week = digest.ISOWeek{Year: 2026, Week: 32}

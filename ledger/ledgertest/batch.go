@@ -1,4 +1,4 @@
-package ledger_test
+package ledgertest
 
 import (
 	"context"
@@ -10,32 +10,29 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// TestBatchedEqualsSingle runs one scenario twice, on two fresh databases:
+// testBatchedEqualsSingle runs one scenario twice, on two fresh databases:
 // once with every step as one batched call, once one element per call.
-func TestBatchedEqualsSingle(t *testing.T) {
-	t.Parallel()
-	each(t, func(t *testing.T, be backend) {
-		batched := runScenario(t, be, true)
-		single := runScenario(t, be, false)
-		if testing.Verbose() {
-			for _, line := range batched {
-				t.Log(line)
-			}
+func testBatchedEqualsSingle(t *testing.T, be Driver) {
+	batched := runScenario(t, be, true)
+	single := runScenario(t, be, false)
+	if testing.Verbose() {
+		for _, line := range batched {
+			t.Log(line)
 		}
-		if len(batched) != len(single) {
-			t.Fatalf("%d results batched, %d single", len(batched), len(single))
+	}
+	if len(batched) != len(single) {
+		t.Fatalf("%d results batched, %d single", len(batched), len(single))
+	}
+	for i := range batched {
+		if batched[i] != single[i] {
+			t.Errorf("step result %d: batched %q, single %q", i, batched[i], single[i])
 		}
-		for i := range batched {
-			if batched[i] != single[i] {
-				t.Errorf("step result %d: batched %q, single %q", i, batched[i], single[i])
-			}
-		}
-	})
+	}
 }
 
 // runScenario returns every result of the scenario as text, with tokens
 // reduced to "has one".
-func runScenario(t *testing.T, be backend, batch bool) []string {
+func runScenario(t *testing.T, be Driver, batch bool) []string {
 	t.Helper()
 	s, clk, _ := fresh(t, be)
 	ctx := context.Background()

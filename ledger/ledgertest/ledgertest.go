@@ -1,0 +1,126 @@
+// Package ledgertest is the contract suite of the receipt ledger: the
+// tests every store (ledger/postgres, ledger/sqlite) must pass, run by each
+// store package's own tests through Run, as River's riverdrivertest is run
+// by each of its drivers.
+//
+// A few tests read or write a store's database directly (to search every
+// stored byte for customer data, or to write a row as an older schema
+// did); they know the two databases by Config: DatabaseURL for PostgreSQL,
+// Path for SQLite.
+package ledgertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// Driver is one store implementation, as the suite sees it.
+type Driver struct {
+	// Fresh returns the Config of a new, empty database that lives as long
+	// as t.
+	Fresh func(t testing.TB) ledger.Config
+	// Open opens the store on cfg, without migrating.
+	Open func(ctx context.Context, cfg ledger.Config) (ledger.Store, error)
+	// Pool, when set, returns the connection pool of a store on a
+	// PostgreSQL server, and also runs the tests of row locks between
+	// concurrent transactions, which hold a transaction open beside the
+	// store's own.
+	Pool func(ledger.Store) *pgxpool.Pool
+}
+
+// test is one contract test.
+type test struct {
+	name string
+	run  func(t *testing.T, d Driver)
+}
+
+// tests are the contract tests every store passes.
+var tests = []test{
+	{"BatchedEqualsSingle", testBatchedEqualsSingle},
+	{"BulkActionsOnOneWeek", testBulkActionsOnOneWeek},
+	{"SendStartedAtSurvivesTakeover", testSendStartedAtSurvivesTakeover},
+	{"ClaimConcurrentConnections", testClaimConcurrentConnections},
+	{"LeaseBlocksThenExpires", testLeaseBlocksThenExpires},
+	{"ExpiredLeaseNotTakenOverMayFinish", testExpiredLeaseNotTakenOverMayFinish},
+	{"StaleTokenCannotFinish", testStaleTokenCannotFinish},
+	{"SentIsFinal", testSentIsFinal},
+	{"RetryableNotDueThenDue", testRetryableNotDueThenDue},
+	{"FingerprintMismatchQuarantines", testFingerprintMismatchQuarantines},
+	{"RotatedKeyringFindsOlderKey", testRotatedKeyringFindsOlderKey},
+	{"InvalidRequests", testInvalidRequests},
+	{"ConcurrentOperationsOnOneStore", testConcurrentOperationsOnOneStore},
+	{"PinSnapshot", testPinSnapshot},
+	{"Observe", testObserve},
+	{"EveryTransitionLeavesAnEvent", testEveryTransitionLeavesAnEvent},
+	{"OperatorReleaseAndMarkSent", testOperatorReleaseAndMarkSent},
+	{"ReleaseQuarantined", testReleaseQuarantined},
+	{"ReleasedQuarantineIsClaimable", testReleasedQuarantineIsClaimable},
+	{"CountsAndList", testCountsAndList},
+	{"Prune", testPrune},
+	{"PinSnapshotCountsReceiptsByKeyID", testPinSnapshotCountsReceiptsByKeyID},
+	{"PinSnapshotFromBeforeZonesAdoptsFirstRun", testPinSnapshotFromBeforeZonesAdoptsFirstRun},
+	{"PinnedReadsWithoutPinning", testPinnedReadsWithoutPinning},
+	{"TwoProcesses", testTwoProcesses},
+	{"MigrateTwiceAndConcurrently", testMigrateTwiceAndConcurrently},
+	{"RenewExtendsHeldLeases", testRenewExtendsHeldLeases},
+	{"TakeoverOfStartedSendSaysWhen", testTakeoverOfStartedSendSaysWhen},
+	{"PruneKeepsLiveReceiptsWhateverTheirAge", testPruneKeepsLiveReceiptsWhateverTheirAge},
+	{"PruneLeavesTombstones", testPruneLeavesTombstones},
+	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
+	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
+	{"NoCustomerData", testNoCustomerData},
+}
+
+// poolTests need Driver.Pool.
+var poolTests = []test{
+	{"RenewSkipsLockedRows", testRenewSkipsLockedRows},
+	{"PruneAndRunStartDoNotCrossPostgres", testPruneAndRunStartDoNotCrossPostgres},
+}
+
+// Run runs the contract suite on d, each test as a parallel subtest of t.
+// It re-executes the test binary for the tests that need two processes,
+// running only its subtest HelperProcess, so the caller's test must be a
+// top-level test function.
+func Run(t *testing.T, d Driver) {
+	t.Helper()
+	all := append([]test{{"HelperProcess", helperProcess}}, tests...)
+	if d.Pool != nil {
+		all = append(all, poolTests...)
+	}
+	for _, tc := range all {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, d)
+		})
+	}
+}
+
+// open opens a store on cfg with clk, closed when the test ends.
+func open(t testing.TB, d Driver, cfg ledger.Config, clk *clock) ledger.Store {
+	t.Helper()
+	if clk != nil {
+		cfg.Now = clk.Now
+	}
+	s, err := d.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fresh returns a migrated store on a new database, with its clock and config.
+func fresh(t testing.TB, d Driver) (ledger.Store, *clock, ledger.Config) {
+	t.Helper()
+	cfg := d.Fresh(t)
+	clk := newClock()
+	s := open(t, d, cfg, clk)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return s, clk, cfg
+}

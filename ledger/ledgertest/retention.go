@@ -1,0 +1,302 @@
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// old is how far the clock moves so that every receipt made before it is
+// older than any cutoff a prune could be given.
+const old = 1000 * 24 * time.Hour
+
+// pinOf is the snapshot pin of the test identities (see identity).
+func pinOf(w digest.ISOWeek, version string) digest.SnapshotPin {
+	return digest.SnapshotPin{Type: "weekly_activity", Week: w, Version: version}
+}
+
+func mustPrune(t *testing.T, s ledger.Store, p ledger.PruneRequest) ledger.PruneResult {
+	t.Helper()
+	res, err := s.Prune(context.Background(), p)
+	if err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	return res
+}
+
+func tombstones(t *testing.T, s ledger.Store, w digest.ISOWeek) []digest.PruneTombstone {
+	t.Helper()
+	list, err := s.Tombstones(context.Background(), w)
+	if err != nil {
+		t.Fatalf("tombstones: %v", err)
+	}
+	return list
+}
+
+func startWeek(t *testing.T, s ledger.Store, pin digest.SnapshotPin, at time.Time) *digest.PruneTombstone {
+	t.Helper()
+	stone, err := s.StartWeek(context.Background(), pin, at)
+	if err != nil {
+		t.Fatalf("start week: %v", err)
+	}
+	return stone
+}
+
+// Claimed (sending or not), retryable (maybe-sent or not) receipts are live
+// evidence: no prune removes them, whatever their age and whatever it
+// includes. Settled ones go.
+func testPruneKeepsLiveReceiptsWhateverTheirAge(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	claimed, sending := keys(t, "claimed"), keys(t, "sending")
+	retryable, maybeSent := keys(t, "retryable"), keys(t, "maybe_sent")
+	sent, failed, held, quarantined := keys(t, "sent"), keys(t, "failed"), keys(t, "held"), keys(t, "quarantined")
+
+	mustClaim(t, s, req(claimed, "fp1"))
+	c := mustClaim(t, s, req(sending, "fp1"))
+	if err := start1(t, s, c.Key, c.Token); err != nil {
+		t.Fatal(err)
+	}
+	c = mustClaim(t, s, req(retryable, "fp1"))
+	finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateRetryable, NextAttempt: clk.Now().Add(time.Hour)})
+	c = mustClaim(t, s, req(maybeSent, "fp1"))
+	start1(t, s, c.Key, c.Token)
+	finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateRetryable, NextAttempt: clk.Now().Add(time.Hour), MaybeSent: true})
+	send(t, s, sent, "ref-1")
+	c = mustClaim(t, s, req(failed, "fp1"))
+	finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateFailed, Reason: "550"})
+	hold(t, s, held)
+	mustClaim(t, s, req(quarantined, "fp1"))
+	claim1(t, s, req(quarantined, "fp2"))
+
+	clk.Advance(old)
+	all := ledger.PruneRequest{Before: clk.Now(), IncludeHeld: true, IncludeQuarantined: true}
+	if res := mustPrune(t, s, all); res.Receipts != 4 {
+		t.Fatalf("pruned %+v, want the 4 settled receipts", res)
+	}
+	for _, k := range [][]digest.Key{claimed, sending, retryable, maybeSent} {
+		if _, ev := show(t, s, k[0]); len(ev) == 0 {
+			t.Errorf("%s lost its history", k[0])
+		}
+	}
+	for _, k := range [][]digest.Key{sent, failed, held, quarantined} {
+		if _, _, err := s.Show(ctx, k[0]); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("%s: %v, want pruned", k[0], err)
+		}
+	}
+	// The maybe-sent one is still looked up before any resend.
+	clk.Advance(time.Hour)
+	if c := mustClaim(t, s, req(maybeSent, "fp1")); !c.MaybeSent {
+		t.Errorf("maybe-sent receipt lost its mark: %+v", c)
+	}
+	// A claim whose lease ran out, untouched for years, is still kept.
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(old)}); res.Receipts != 0 {
+		t.Fatalf("second prune removed %+v", res)
+	}
+}
+
+// A prune leaves a tombstone per pin of each week it took receipts from,
+// even some of them (one standing for every type and version when the week
+// has no pin); a dry run leaves none; later prunes add to it and never
+// remove it; a run's start returns it.
+func testPruneLeavesTombstones(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	unpinned := week.Next()
+	for _, v := range []string{"v3", "v4"} {
+		if _, err := s.PinSnapshot(ctx, pinOf(week, v), digest.WeekPin{AsOf: clk.Now(), Zone: "UTC", KeyID: "k1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := clk.Now()
+	send(t, s, keys(t, "early"), "ref-1")
+	r := req(keyring(t, "k1").Candidates(digest.Identity{Customer: "other_week", Week: unpinned, Type: "weekly_activity", Version: "v3"}), "fp1")
+	r.Week = unpinned
+	c := mustClaim(t, s, r)
+	finish1(t, s, digest.Finish{Key: c.Key, Token: c.Token, State: digest.StateSent})
+	clk.Advance(time.Hour)
+	send(t, s, keys(t, "late"), "ref-2")
+	clk.Advance(old)
+
+	dry := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now(), DryRun: true})
+	if dry.Receipts != 3 || len(dry.Weeks) != 2 {
+		t.Fatalf("dry run %+v, want 3 receipts in 2 weeks", dry)
+	}
+	if got := tombstones(t, s, digest.ISOWeek{}); len(got) != 0 {
+		t.Fatalf("dry run left tombstones %+v", got)
+	}
+
+	// Some of the week: the cutoff takes only its earlier receipt.
+	first := clk.Now()
+	res := mustPrune(t, s, ledger.PruneRequest{Before: t0.Add(30 * time.Minute)})
+	want := []ledger.PrunedWeek{{Week: week.String(), Receipts: 1}, {Week: unpinned.String(), Receipts: 1}}
+	if res.Receipts != 2 || len(res.Weeks) != 2 || res.Weeks[0] != want[0] || res.Weeks[1] != want[1] {
+		t.Fatalf("partial prune %+v, want %+v", res, want)
+	}
+	clk.Advance(time.Hour)
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now()}); res.Receipts != 1 {
+		t.Fatalf("second prune %+v, want the late receipt", res)
+	}
+	last := clk.Now()
+	mustPrune(t, s, ledger.PruneRequest{Before: clk.Now()}) // nothing left: the tombstones stay as they are
+
+	got := tombstones(t, s, digest.ISOWeek{})
+	if len(got) != 3 {
+		t.Fatalf("tombstones %+v, want 3", got)
+	}
+	if g := got[0]; g.Pin != (digest.SnapshotPin{Week: unpinned}) || g.ReceiptsPruned != 1 {
+		t.Errorf("newest week first, for every type and version: %+v", g)
+	}
+	for i, v := range []string{"v3", "v4"} {
+		g := got[i+1]
+		if g.Pin != pinOf(week, v) || g.ReceiptsPruned != 2 || !g.FirstPrunedAt.Equal(first) || !g.LastPrunedAt.Equal(last) {
+			t.Errorf("tombstone %+v, want %v with 2 receipts pruned at %v then %v", g, pinOf(week, v), first, last)
+		}
+	}
+	if only := tombstones(t, s, week); len(only) != 2 {
+		t.Errorf("tombstones of %s: %+v", week, only)
+	}
+
+	if stone := startWeek(t, s, pinOf(week, "v3"), clk.Now()); stone == nil || *stone != got[1] {
+		t.Errorf("run start of a pruned pin: %+v, want %+v", stone, got[1])
+	}
+	if stone := startWeek(t, s, pinOf(week, "v5"), clk.Now()); stone != nil {
+		t.Errorf("a version never pinned before the prune lost nothing: %+v", stone)
+	}
+	if stone := startWeek(t, s, digest.SnapshotPin{Type: "other", Week: unpinned, Version: "v9"}, clk.Now()); stone == nil || stone.ReceiptsPruned != 1 {
+		t.Errorf("a week pruned with no pin refuses every type: %+v", stone)
+	}
+	if stone := startWeek(t, s, pinOf(unpinned.Next(), "v3"), clk.Now()); stone != nil {
+		t.Errorf("a week never pruned: %+v", stone)
+	}
+}
+
+// A week whose run started at or after the cutoff keeps every receipt: a
+// backfill of an old week must not see its receipts vanish mid-run. A
+// start before the cutoff protects nothing.
+func testPruneKeepsAWeekUnderRun(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	send(t, s, keys(t, "a"), "ref-1")
+	send(t, s, keys(t, "b"), "ref-2")
+	clk.Advance(old)
+	horizon := 90 * 24 * time.Hour
+	if stone := startWeek(t, s, pinOf(week, "v9"), clk.Now()); stone != nil {
+		t.Fatalf("start: %+v", stone)
+	}
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(-horizon)}); res.Receipts != 0 {
+		t.Fatalf("pruned a week under run: %+v", res)
+	}
+	if got := tombstones(t, s, digest.ISOWeek{}); len(got) != 0 {
+		t.Fatalf("tombstones %+v", got)
+	}
+	clk.Advance(horizon + time.Hour)
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(-horizon)}); res.Receipts != 2 {
+		t.Fatalf("a run started before the cutoff still protects: %+v", res)
+	}
+}
+
+func testPruneRefusesNoCutoff(t *testing.T, be Driver) {
+	s, _, _ := fresh(t, be)
+	if _, err := s.Prune(context.Background(), ledger.PruneRequest{}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("prune without a cutoff: %v, want ErrInvalid", err)
+	}
+}
+
+// waitForLockWait returns once some backend waits for a lock on week_runs.
+// It polls pg_locks: the waiter is another goroutine's statement, blocked
+// inside PostgreSQL, with no signal of its own to wait on.
+func waitForLockWait(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); <-tick.C {
+		var waiting int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
+WHERE NOT granted AND relation = 'week_runs'::regclass`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+	}
+	t.Fatal("nobody waited for week_runs")
+}
+
+// PostgreSQL: a prune and a run's start on the same week never cross.
+// A run starting while a prune holds its lock waits and then sees the
+// tombstone; a prune starting while a run records its start waits and
+// then keeps the week.
+func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
+	ctx := context.Background()
+	t.Run("prune first", func(t *testing.T) {
+		t.Parallel()
+		s, clk, _ := fresh(t, be)
+		pool := be.Pool(s)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		// What Prune does first, then the tombstone it writes.
+		if _, err := tx.Exec(ctx, `LOCK TABLE week_runs IN SHARE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan *digest.PruneTombstone)
+		go func() {
+			stone, err := s.StartWeek(ctx, pinOf(week, "v3"), clk.Now())
+			if err != nil {
+				t.Error(err)
+			}
+			done <- stone
+		}()
+		waitForLockWait(t, pool)
+		_, err = tx.Exec(ctx, `INSERT INTO prune_tombstones VALUES ('weekly_activity', $1, 'v3', 7, $2, $2)`, week.String(), clk.Now())
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stone := <-done; stone == nil || stone.ReceiptsPruned != 7 {
+			t.Fatalf("run start after a concurrent prune: %+v, want its tombstone", stone)
+		}
+	})
+	t.Run("run first", func(t *testing.T) {
+		t.Parallel()
+		s, clk, _ := fresh(t, be)
+		send(t, s, keys(t, "a"), "ref-1")
+		clk.Advance(old)
+		pool := be.Pool(s)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		// What StartWeek does first.
+		if _, err := tx.Exec(ctx, `INSERT INTO week_runs VALUES ('weekly_activity', $1, 'v3', $2)`, week.String(), clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan ledger.PruneResult)
+		go func() {
+			res, err := s.Prune(ctx, ledger.PruneRequest{Before: clk.Now().Add(-time.Hour)})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		waitForLockWait(t, pool)
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if res := <-done; res.Receipts != 0 {
+			t.Fatalf("prune after a concurrent run start: %+v, want the week kept", res)
+		}
+	})
+}

@@ -6,6 +6,53 @@
 // embedded file, modernc.org/sqlite); both implement digest.Ledger and
 // Store and pass one contract suite.
 //
+// # State diagram
+//
+// States × triggers → state, and who may cause each transition. This
+// table is the authoritative one (docs/design.md explains it); it is
+// Transitions in code, a test keeps the two the same, and the contract
+// suite (package ledgertest) walks every state × trigger on each store.
+// A pair not listed leaves the receipt as it is, with no history row: a
+// claim reports why (busy, not due, already sent, held, failed,
+// quarantined), a fenced call gets digest.ErrStaleClaim, an operator
+// action ErrWrongState, ErrWasSent or ErrNotFound.
+//
+//	from         when           trigger                            to           by
+//	(none)       -              claim                              claimed      a run
+//	(none)       -              claim with another fingerprint     claimed      a run
+//	claimed      lease expired  claim                              claimed      a run
+//	retryable    due            claim                              claimed      a run
+//	claimed      -              start sending                      claimed      the claim holder
+//	claimed      -              finish sent                        sent         the claim holder
+//	claimed      -              finish retryable                   retryable    the claim holder
+//	claimed      -              finish failed                      failed       the claim holder
+//	claimed      -              finish held                        held         the claim holder
+//	claimed      -              claim with another fingerprint     quarantined  a run
+//	sent         -              claim with another fingerprint     quarantined  a run
+//	retryable    -              claim with another fingerprint     quarantined  a run
+//	failed       -              claim with another fingerprint     quarantined  a run
+//	held         -              claim with another fingerprint     quarantined  a run
+//	held         -              release                            retryable    an operator
+//	held         -              mark sent                          sent         an operator
+//	quarantined  never sent     release                            retryable    an operator
+//	sent         not run since  prune                              (none)       an operator
+//	failed       not run since  prune                              (none)       an operator
+//	sent         not run since  prune naming held and quarantined  (none)       an operator
+//	failed       not run since  prune naming held and quarantined  (none)       an operator
+//	held         not run since  prune naming held and quarantined  (none)       an operator
+//	quarantined  not run since  prune naming held and quarantined  (none)       an operator
+//
+// "when" narrows the from-state: lease expired (lease_expires_at <= now),
+// due (next_attempt_at <= now), never sent (no sent_at), not run since
+// (last updated before the prune's cutoff, in a week no run started since
+// the cutoff); "-" is any. "the claim holder" is the run whose token still
+// fences the receipt: its lease may have expired, as long as nobody took
+// the receipt over. Every transition but a prune appends one history row
+// (receipt_events) in the same statement or transaction, with the text
+// defined once in this package (the History* constants, FinishDetail,
+// Action.Detail, MarkSentDetail); a prune removes the history with the
+// receipt and leaves a tombstone per pin of the week.
+//
 // # Decisions this package makes
 //
 // Claim. On PostgreSQL a call is one multi-row INSERT … ON CONFLICT … DO

@@ -87,7 +87,7 @@ var poolTests = []test{
 // top-level test function.
 func Run(t *testing.T, d Driver) {
 	t.Helper()
-	all := append([]test{{"HelperProcess", helperProcess}}, tests...)
+	all := append([]test{{"HelperProcess", helperProcess}, {"Transitions", testTransitions}}, tests...)
 	if d.Pool != nil {
 		all = append(all, poolTests...)
 	}

@@ -1,0 +1,123 @@
+package ledger
+
+import "github.com/weeklydigest/digest/digest"
+
+// Trigger is a call that may move a receipt from one state to another.
+type Trigger string
+
+// The triggers. Claims come from runs (digest.Ledger.Claim); the fenced
+// events from the run holding the claim, with its token; the rest from an
+// operator (Store).
+const (
+	TriggerClaim                   Trigger = "claim"                          // Claim with the stored fingerprint
+	TriggerClaimOtherFingerprint   Trigger = "claim with another fingerprint" // Claim whose fingerprint differs from the stored one
+	TriggerStartSending            Trigger = "start sending"                  // StartSending
+	TriggerFinishSent              Trigger = "finish sent"                    // Finish, State sent
+	TriggerFinishRetryable         Trigger = "finish retryable"               // Finish, State retryable
+	TriggerFinishFailed            Trigger = "finish failed"                  // Finish, State failed
+	TriggerFinishHeld              Trigger = "finish held"                    // Finish, State held
+	TriggerRelease                 Trigger = "release"                        // Release
+	TriggerMarkSent                Trigger = "mark sent"                      // MarkSent
+	TriggerPrune                   Trigger = "prune"                          // Prune past the receipt's last update
+	TriggerPruneHeldAndQuarantined Trigger = "prune naming held and quarantined"
+)
+
+// Triggers lists every trigger, in the order of the state diagram.
+var Triggers = []Trigger{
+	TriggerClaim, TriggerClaimOtherFingerprint, TriggerStartSending,
+	TriggerFinishSent, TriggerFinishRetryable, TriggerFinishFailed, TriggerFinishHeld,
+	TriggerRelease, TriggerMarkSent, TriggerPrune, TriggerPruneHeldAndQuarantined,
+}
+
+// Actor is who may cause a transition.
+type Actor string
+
+const (
+	ActorRun      Actor = "a run"            // any run claiming the digest
+	ActorHolder   Actor = "the claim holder" // the run whose token still fences the receipt
+	ActorOperator Actor = "an operator"      // digest review, release, mark-sent, prune
+)
+
+// Condition narrows a state: a transition that names one happens only
+// under it.
+type Condition string
+
+const (
+	Always       Condition = ""
+	LeaseExpired Condition = "lease expired" // claimed, lease_expires_at <= now
+	Due          Condition = "due"           // retryable, next_attempt_at <= now
+	NeverSent    Condition = "never sent"    // quarantined, no sent_at
+	NotRunSince  Condition = "not run since" // last updated before the cutoff, its week not run since
+	SendStarted  Condition = "send started"  // claimed, StartSending called (used by the walk only)
+	LeaseLive    Condition = "lease live"    // claimed, lease not yet expired (used by the walk only)
+	NotDue       Condition = "not due"       // retryable, before next_attempt_at (used by the walk only)
+	WasSent      Condition = "was sent"      // quarantined after it was sent (used by the walk only)
+)
+
+// absentState is the From or To of a transition that has no receipt.
+const absentState digest.State = ""
+
+// Transition is one edge of the state diagram: From (empty: no receipt)
+// under When, Trigger moves the receipt to To (empty: removed), caused by
+// By, and writes a history row saying History (see the History*
+// constants; empty: the text depends on the request, as FinishDetail and
+// Action.Detail make it, or no row is left, as for a prune).
+type Transition struct {
+	From    digest.State
+	When    Condition
+	Trigger Trigger
+	To      digest.State
+	By      Actor
+	History string
+}
+
+// Transitions is the state diagram: every (state, trigger) pair not listed
+// leaves the receipt as it is (a claim reports why; a fenced call gets
+// digest.ErrStaleClaim; an operator action ErrWrongState, ErrWasSent or
+// ErrNotFound) and writes no history. The package doc draws it; the
+// contract suite (ledgertest) walks every state × trigger on each store.
+var Transitions = []Transition{
+	{absentState, Always, TriggerClaim, digest.StateClaimed, ActorRun, HistoryClaimed},
+	{absentState, Always, TriggerClaimOtherFingerprint, digest.StateClaimed, ActorRun, HistoryClaimed},
+	{digest.StateClaimed, LeaseExpired, TriggerClaim, digest.StateClaimed, ActorRun, HistoryTakenOver},
+	{digest.StateRetryable, Due, TriggerClaim, digest.StateClaimed, ActorRun, HistoryClaimedAgain},
+	{digest.StateClaimed, Always, TriggerStartSending, digest.StateClaimed, ActorHolder, HistorySendStarted},
+	{digest.StateClaimed, Always, TriggerFinishSent, digest.StateSent, ActorHolder, ""},
+	{digest.StateClaimed, Always, TriggerFinishRetryable, digest.StateRetryable, ActorHolder, ""},
+	{digest.StateClaimed, Always, TriggerFinishFailed, digest.StateFailed, ActorHolder, ""},
+	{digest.StateClaimed, Always, TriggerFinishHeld, digest.StateHeld, ActorHolder, ""},
+	{digest.StateClaimed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
+	{digest.StateSent, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
+	{digest.StateRetryable, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
+	{digest.StateFailed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
+	{digest.StateHeld, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
+	{digest.StateHeld, Always, TriggerRelease, digest.StateRetryable, ActorOperator, ""},
+	{digest.StateHeld, Always, TriggerMarkSent, digest.StateSent, ActorOperator, ""},
+	{digest.StateQuarantined, NeverSent, TriggerRelease, digest.StateRetryable, ActorOperator, ""},
+	{digest.StateSent, NotRunSince, TriggerPrune, absentState, ActorOperator, ""},
+	{digest.StateFailed, NotRunSince, TriggerPrune, absentState, ActorOperator, ""},
+	{digest.StateSent, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
+	{digest.StateFailed, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
+	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
+	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
+}
+
+// Next returns the transition that trigger causes from a receipt in state
+// from (empty: none) of which the conditions holds are true, and false when
+// the receipt stays as it is.
+func Next(from digest.State, holds []Condition, trigger Trigger) (Transition, bool) {
+	for _, tr := range Transitions {
+		if tr.From != from || tr.Trigger != trigger {
+			continue
+		}
+		if tr.When == Always {
+			return tr, true
+		}
+		for _, c := range holds {
+			if c == tr.When {
+				return tr, true
+			}
+		}
+	}
+	return Transition{}, false
+}

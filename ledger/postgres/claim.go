@@ -63,7 +63,8 @@ func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error
 
 // Claim decides all requests in one round trip and one implicit
 // transaction: one multi-row statement per round (see rounds), usually one.
-func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}

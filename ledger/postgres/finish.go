@@ -59,7 +59,8 @@ var (
 )
 
 // StartSending marks each fence's send as started, in one round trip.
-func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
+func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
+	defer classify(&err)
 	now := s.nowUTC()
 	return s.fenced(ctx, "start sending", len(fences),
 		func(i int) digest.Key { return fences[i].Key }, fenceStatement(fences, startManySQL, startOneSQL, now, ledger.HistorySendStarted))
@@ -81,7 +82,8 @@ func fenceStatement(fences []digest.Fence, many, one string, more ...any) func(r
 }
 
 // Renew extends each fence's lease to lease from now, in one round trip.
-func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (_ time.Time, _ []error, err error) {
+	defer classify(&err)
 	if lease <= 0 {
 		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
@@ -126,7 +128,8 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 }
 
 // Finish records each outcome, in one round trip.
-func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
+func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
@@ -194,7 +197,8 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 
 // Observe records observations and reports what a claim would decide, in
 // one round trip. No receipt changes.
-func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
+func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 // advisory lock, keyed by the current schema, serialises concurrent runs
 // (two pods starting at once); the loser waits, then finds nothing to do.
 // goose keeps the applied versions in goose_db_version.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) (err error) {
+	defer classify(&err)
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
 	var schema string

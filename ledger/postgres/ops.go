@@ -48,7 +48,8 @@ func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 }
 
 // List returns receipts matching f, ordered by key.
-func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) (_ []ledger.Receipt, err error) {
+	defer classify(&err)
 	rows, err := s.pool.Query(ctx, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
@@ -61,7 +62,8 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt
 }
 
 // Show returns one receipt and its history.
-func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
+func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ []ledger.Event, err error) {
+	defer classify(&err)
 	r, err := scanPgReceipt(s.pool.QueryRow(ctx, showReceiptSQL, string(key)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
@@ -88,7 +90,8 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []led
 
 // Release makes a held receipt retryable and due now; see the package doc
 // for quarantined receipts.
-func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) error {
+func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) (err error) {
+	defer classify(&err)
 	return s.operate(ctx, key, "release", func(tx pgx.Tx, r ledger.Receipt, now time.Time) error {
 		fromQuarantine, detail, err := ledger.DecideRelease(r, by)
 		if err != nil {
@@ -106,7 +109,8 @@ func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) e
 }
 
 // MarkSent records that a held receipt was sent, as providerRef.
-func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) error {
+func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) (err error) {
+	defer classify(&err)
 	return s.operate(ctx, key, "mark sent", func(tx pgx.Tx, r ledger.Receipt, now time.Time) error {
 		if r.State != digest.StateHeld {
 			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
@@ -144,7 +148,8 @@ func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from,
 }
 
 // Counts counts a week's receipts by state.
-func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
+func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Counts, err error) {
+	defer classify(&err)
 	now := s.nowUTC()
 	rows, err := s.pool.Query(ctx, countByStateSQL, week.String())
 	if err != nil {
@@ -177,13 +182,14 @@ func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts,
 
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
-func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (ledger.RepeatReport, error) {
+func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (_ ledger.RepeatReport, err error) {
+	defer classify(&err)
 	var r ledger.RepeatReport
 	w := ""
 	if !week.IsZero() {
 		w = week.String()
 	}
-	err := s.pool.QueryRow(ctx, repeatsSQL, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
+	err = s.pool.QueryRow(ctx, repeatsSQL, w, horizon).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
 		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}

@@ -14,12 +14,13 @@ import (
 // and false when no run has pinned it yet. Unlike PinSnapshot it never
 // pins: a preview or a test send reads the week as a run would, without
 // deciding its cutoff. ReceiptsByKeyID is left nil.
-func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
+func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.WeekPin, _ bool, err error) {
+	defer classify(&err)
 	var (
 		wp        digest.WeekPin
 		zone, kid *string
 	)
-	err := s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid)
+	err = s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}

@@ -7,7 +7,6 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -46,7 +45,8 @@ var (
 )
 
 // Open connects to cfg.DatabaseURL and checks the connection.
-func Open(ctx context.Context, cfg ledger.Config) (*Store, error) {
+func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
+	defer classify(&err)
 	cfg = cfg.WithDefaults()
 	if cfg.DatabaseURL == "" {
 		return nil, fmt.Errorf("%w: open postgres: DatabaseURL is empty", ledger.ErrInvalid)
@@ -76,7 +76,8 @@ func Open(ctx context.Context, cfg ledger.Config) (*Store, error) {
 }
 
 // Close closes the pool.
-func (s *Store) Close() error {
+func (s *Store) Close() (err error) {
+	defer classify(&err)
 	s.pool.Close()
 	return nil
 }
@@ -151,18 +152,11 @@ func (s *Store) sendBatchMode(ctx context.Context, generic bool, build func() *p
 }
 
 // retryable reports an error after which the whole batch can be run
-// again: deadlock_detected or serialization_failure (the transaction was
-// rolled back), or a failure pgconn knows happened before anything reached
-// the server, such as a pooled connection whose backend was terminated.
+// again: a conflict (the transaction was rolled back), or a failure pgconn
+// knows happened before anything reached the server, such as a pooled
+// connection whose backend was terminated.
 func retryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "40P01" || pgErr.Code == "40001"
-	}
-	return pgconn.SafeToRetry(err)
+	return err != nil && (classOf(err) == ledger.ClassConflict || pgconn.SafeToRetry(err))
 }
 
 func timeOrZero(t *time.Time) time.Time {
@@ -188,9 +182,10 @@ func nullTime(t time.Time) *time.Time {
 
 // PinSnapshot stores proposed as what pin fixes if the pin is new, and
 // returns the stored values with the week's receipts counted by key id.
-func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (_ digest.WeekPin, err error) {
+	defer classify(&err)
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version,
 			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID).
 			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID)

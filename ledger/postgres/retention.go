@@ -27,7 +27,8 @@ var (
 // transaction, and leaves a tombstone for every pin of each week it took
 // receipts from. It holds a SHARE lock on week_runs throughout, so a run
 // starting meanwhile (StartWeek) waits and then sees the tombstone.
-func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
+func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.PruneResult, err error) {
+	defer classify(&err)
 	if err := p.Validate(); err != nil {
 		return ledger.PruneResult{}, err
 	}
@@ -42,7 +43,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneR
 		}
 		return res, nil
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = ledger.PruneResult{}
 		if _, err := tx.Exec(ctx, lockWeekRunsSQL); err != nil {
 			return err
@@ -81,9 +82,10 @@ func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
 // tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
 // for a prune under way; the read after it is a new statement and sees
 // what that prune wrote.
-func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
+func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (_ *digest.PruneTombstone, err error) {
+	defer classify(&err)
 	var stone *digest.PruneTombstone
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, startWeekSQL,
 			pin.Type, pin.Week.String(), pin.Version, at.UTC().Truncate(time.Microsecond))
 		if err != nil {
@@ -104,7 +106,8 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 }
 
 // Tombstones returns the tombstones of week (zero: all), newest week first.
-func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
+func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) (_ []digest.PruneTombstone, err error) {
+	defer classify(&err)
 	rows, err := s.pool.Query(ctx, tombstonesSQL, ledger.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)

@@ -30,13 +30,14 @@ var (
 // Claim decides every request in one BEGIN IMMEDIATE transaction. The
 // write lock is taken before the first read, so reading the receipt and
 // writing the decision cannot interleave with another writer.
-func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) ([]digest.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
 	res := make([]digest.ClaimResult, len(reqs))
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, r := range reqs {
 			var err error
 			if res[i], err = claimOne(ctx, tx, r, now); err != nil {
@@ -145,10 +146,11 @@ func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time,
 }
 
 // StartSending marks each fence's send as started, in one transaction.
-func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]error, error) {
+func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
+	defer classify(&err)
 	now := s.nowUTC()
 	errs := make([]error, len(fences))
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
 			var runID string
 			err := tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
@@ -173,14 +175,15 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) ([]erro
 
 // Renew extends each fence's lease to lease from now, in one transaction.
 // Like the PostgreSQL statement, it writes no history row.
-func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (time.Time, []error, error) {
+func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (_ time.Time, _ []error, err error) {
+	defer classify(&err)
 	if lease <= 0 {
 		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
 	now := s.nowUTC()
 	expires := now.Add(lease)
 	errs := make([]error, len(fences))
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
 			res, err := tx.ExecContext(ctx, renewSQL, expires.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
 			if err != nil {
@@ -203,13 +206,14 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 }
 
 // Finish records each outcome, in one transaction.
-func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error) {
+func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
 	errs := make([]error, len(fs))
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fs {
 			var next any
 			if f.State == digest.StateRetryable {
@@ -242,13 +246,14 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) ([]error, error)
 
 // Observe records observations and reports what a claim would decide, in
 // one transaction. No receipt changes.
-func (s *Store) Observe(ctx context.Context, obs []digest.Observation) ([]digest.Observed, error) {
+func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
+	defer classify(&err)
 	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	now := s.nowUTC()
 	out := make([]digest.Observed, len(obs))
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, o := range obs {
 			var prev sql.NullInt64
 			err := tx.QueryRowContext(ctx, lastObservedSQL, jsonKeys(o.Keys)).Scan(&prev)

@@ -45,7 +45,8 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, err
 }
 
 // List returns receipts matching f, ordered by key.
-func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt, error) {
+func (s *Store) List(ctx context.Context, f ledger.ListFilter) (_ []ledger.Receipt, err error) {
+	defer classify(&err)
 	rows, err := s.db.QueryContext(ctx, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
@@ -66,7 +67,8 @@ func (s *Store) List(ctx context.Context, f ledger.ListFilter) ([]ledger.Receipt
 }
 
 // Show returns one receipt and its history.
-func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []ledger.Event, error) {
+func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ []ledger.Event, err error) {
+	defer classify(&err)
 	r, err := scanSQLiteReceipt(s.db.QueryRowContext(ctx, showReceiptSQL, string(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, ledger.ErrNotFound)
@@ -100,7 +102,8 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (ledger.Receipt, []led
 
 // Release makes a held receipt retryable and due now; see the package doc
 // for quarantined receipts.
-func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) error {
+func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) (err error) {
+	defer classify(&err)
 	return s.operate(ctx, key, "release", func(tx sqliteTx, r ledger.Receipt, now time.Time) error {
 		fromQuarantine, detail, err := ledger.DecideRelease(r, by)
 		if err != nil {
@@ -118,7 +121,8 @@ func (s *Store) Release(ctx context.Context, key digest.Key, by ledger.Action) e
 }
 
 // MarkSent records that a held receipt was sent, as providerRef.
-func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) error {
+func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string, by ledger.Action) (err error) {
+	defer classify(&err)
 	return s.operate(ctx, key, "mark sent", func(tx sqliteTx, r ledger.Receipt, now time.Time) error {
 		if r.State != digest.StateHeld {
 			return fmt.Errorf("%w: %s", ledger.ErrWrongState, r.State)
@@ -151,7 +155,8 @@ func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn fun
 }
 
 // Counts counts a week's receipts by state.
-func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts, error) {
+func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Counts, err error) {
+	defer classify(&err)
 	now := s.nowUTC()
 	rows, err := s.db.QueryContext(ctx, countByStateSQL, week.String())
 	if err != nil {
@@ -184,7 +189,8 @@ func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (ledger.Counts,
 
 // Repeats buckets the gaps between consecutive observations of each key.
 // A zero week covers every week.
-func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (ledger.RepeatReport, error) {
+func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (_ ledger.RepeatReport, err error) {
+	defer classify(&err)
 	const (
 		fiveMin = int64(5 * time.Minute / time.Microsecond)
 		day     = int64(24 * time.Hour / time.Microsecond)
@@ -194,7 +200,7 @@ func (s *Store) Repeats(ctx context.Context, week digest.ISOWeek, horizon time.D
 		w = week.String()
 	}
 	var r ledger.RepeatReport
-	err := s.db.QueryRowContext(ctx, repeatsSQL, w, fiveMin, day, horizon.Microseconds()).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
+	err = s.db.QueryRowContext(ctx, repeatsSQL, w, fiveMin, day, horizon.Microseconds()).Scan(&r.Observations, &r.Keys, &r.UnderFiveMin, &r.SameDay, &r.Later, &r.BeyondHorizon)
 	if err != nil {
 		return ledger.RepeatReport{}, fmt.Errorf("repeats: %w", err)
 	}

@@ -10,13 +10,14 @@ import (
 )
 
 // Pinned returns what the first run of pin fixed; see the PostgreSQL store's Pinned.
-func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error) {
+func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.WeekPin, _ bool, err error) {
+	defer classify(&err)
 	var (
 		wp        digest.WeekPin
 		asOf      sql.NullInt64
 		zone, kid sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
+	err = s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}

@@ -27,7 +27,8 @@ var (
 // Prune removes settled receipts, their events and old observations in one
 // write transaction, and leaves a tombstone for every pin of each week it
 // took receipts from. SQLite serialises it with StartWeek.
-func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
+func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.PruneResult, err error) {
+	defer classify(&err)
 	if err := p.Validate(); err != nil {
 		return ledger.PruneResult{}, err
 	}
@@ -84,9 +85,10 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (ledger.PruneR
 
 // StartWeek records the start of a run of pin and returns the week's
 // tombstone, in one write transaction.
-func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (*digest.PruneTombstone, error) {
+func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (_ *digest.PruneTombstone, err error) {
+	defer classify(&err)
 	var stone *digest.PruneTombstone
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		_, err := tx.ExecContext(ctx, startWeekSQL,
 			pin.Type, pin.Week.String(), pin.Version, at.UnixMicro())
 		if err != nil {
@@ -106,7 +108,8 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 }
 
 // Tombstones returns the tombstones of week (zero: all), newest week first.
-func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) ([]digest.PruneTombstone, error) {
+func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) (_ []digest.PruneTombstone, err error) {
+	defer classify(&err)
 	rows, err := s.db.QueryContext(ctx, tombstonesSQL, ledger.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)

@@ -18,8 +18,7 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-	sqlitedriver "modernc.org/sqlite" // also registers the "sqlite" driver
-	sqlite3 "modernc.org/sqlite/lib"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
@@ -75,7 +74,8 @@ func sqliteDSN(path, txlock string, busy time.Duration) string {
 }
 
 // Open opens (creating if needed) the SQLite file cfg.Path.
-func Open(ctx context.Context, cfg ledger.Config) (*Store, error) {
+func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
+	defer classify(&err)
 	cfg = cfg.WithDefaults()
 	if strings.ContainsAny(cfg.Path, "?#") {
 		return nil, fmt.Errorf("%w: sqlite path %q may not contain '?' or '#'", ledger.ErrInvalid, cfg.Path)
@@ -100,7 +100,8 @@ func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()
 // Migrate applies pending migrations with goose, holding an exclusive lock
 // on the companion file PATH-migrate-lock so that two processes migrating
 // the same file take turns.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) (err error) {
+	defer classify(&err)
 	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -180,12 +181,6 @@ func setWAL(ctx context.Context, conn *sql.Conn) error {
 	return errors.New("set WAL mode: database stayed busy")
 }
 
-// isBusy reports SQLITE_BUSY (or an extended code of it).
-func isBusy(err error) bool {
-	var se *sqlitedriver.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
 // write runs fn in one BEGIN IMMEDIATE transaction.
 func (s *Store) write(ctx context.Context, fn func(sqliteTx) error) error {
 	defer s.stmts.prepareWanted(ctx, s.db)
@@ -222,9 +217,10 @@ func fromUs(n sql.NullInt64) time.Time {
 // returns the stored values with the week's receipts counted by key id.
 // A pin made before zones and key ids were pinned (NULL) adopts this
 // run's, once; as_of never changes.
-func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (digest.WeekPin, error) {
+func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, proposed digest.WeekPin) (_ digest.WeekPin, err error) {
+	defer classify(&err)
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err = s.write(ctx, func(tx sqliteTx) error {
 		var asOf sql.NullInt64
 		err := tx.QueryRowContext(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
 			proposed.Zone, proposed.KeyID).Scan(&asOf, &wp.Zone, &wp.KeyID)

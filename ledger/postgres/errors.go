@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/weeklydigest/digest/ledger"
+)
+
+// The SQLSTATEs the store tells apart (PostgreSQL's errcodes.txt; the
+// names are pgerrcode's).
+const (
+	sqlstateSerializationFailure = "40001"
+	sqlstateDeadlockDetected     = "40P01"
+	sqlstateLockNotAvailable     = "55P03"
+	sqlstateTooManyConnections   = "53300"
+	sqlstateAdminShutdown        = "57P01"
+	sqlstateCrashShutdown        = "57P02"
+	sqlstateCannotConnectNow     = "57P03"
+	// sqlstateClassConnectionException is the class (first two characters)
+	// of the connection exceptions: 08000, 08003, 08006, ….
+	sqlstateClassConnectionException = "08"
+)
+
+// classOf classifies an error of pgx: a conflict when PostgreSQL rolled
+// the transaction back for a serialization failure or a deadlock, or a lock
+// stayed busy; transient when the connection failed or the server was
+// going away or full, or when pgconn knows nothing reached the server;
+// else fatal.
+func classOf(err error) ledger.Class {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateSerializationFailure, sqlstateDeadlockDetected, sqlstateLockNotAvailable:
+			return ledger.ClassConflict
+		case sqlstateTooManyConnections, sqlstateAdminShutdown, sqlstateCrashShutdown, sqlstateCannotConnectNow:
+			return ledger.ClassTransient
+		}
+		if strings.HasPrefix(pgErr.Code, sqlstateClassConnectionException) {
+			return ledger.ClassTransient
+		}
+		return ledger.ClassFatal
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return ledger.ClassTransient
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return ledger.ClassTransient
+	}
+	return ledger.ClassFatal
+}
+
+// classify classifies *errp as it leaves the store; see ledger.Classify.
+func classify(errp *error) { ledger.Classify(errp, classOf) }

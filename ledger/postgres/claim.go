@@ -117,7 +117,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 		}
 		return nil
 	}
-	if err := s.sendBatchMode(ctx, len(reqs) == 1, build, read); err != nil {
+	if err := s.sendBatch(ctx, plansFor(len(reqs)), build, read); err != nil {
 		return nil, err
 	}
 	var missing []int // receipts inserted by others after a statement's snapshot

@@ -121,7 +121,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 		}
 		return nil
 	}
-	if err := s.sendBatch(ctx, build, read); err != nil {
+	if err := s.sendBatch(ctx, customPlans, build, read); err != nil {
 		return time.Time{}, nil, err
 	}
 	return expires, errs, nil
@@ -189,7 +189,7 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 		}
 		return nil
 	}
-	if err := s.sendBatchMode(ctx, n == 1, build, read); err != nil {
+	if err := s.sendBatch(ctx, plansFor(n), build, read); err != nil {
 		return nil, err
 	}
 	return errs, nil
@@ -229,7 +229,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 		}
 		return nil
 	}
-	if err := s.sendBatch(ctx, build, read); err != nil {
+	if err := s.sendBatch(ctx, customPlans, build, read); err != nil {
 		return nil, err
 	}
 	return out, nil

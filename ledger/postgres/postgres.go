@@ -93,31 +93,45 @@ func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsec
 // or serialization failure; the aborted attempt changed nothing.
 const maxBatchTries = 3
 
-// sendBatch runs the batch build returns as one implicit transaction (pgx
-// sends it in one round trip with a single Sync) and hands the results to
-// read. It retries when PostgreSQL picked the batch as a deadlock victim,
-// which two batches locking overlapping keys in different orders can cause.
-func (s *Store) sendBatch(ctx context.Context, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
-	return s.sendBatchMode(ctx, false, build, read)
+// planCacheMode is the plan cache a batch's statements use.
+type planCacheMode int
+
+const (
+	// customPlans: the connection's force_custom_plan (see Open): each
+	// statement planned with its arguments. For the multi-row statements.
+	customPlans planCacheMode = iota
+	// genericPlans: cached generic plans. Only the single-key statements
+	// (claimOneSQL, startOneSQL, finishOneSQL) use them: they reach
+	// receipts by one key, through the primary key whatever the table's
+	// size when the plan was made (docs/scaling.md shows the plans), and
+	// planning them anew cost as much as running them.
+	genericPlans
+)
+
+// plansFor is the plan cache mode of a call over n elements: generic plans
+// when its statements are single-key ones.
+func plansFor(n int) planCacheMode {
+	if n == 1 {
+		return genericPlans
+	}
+	return customPlans
 }
 
 // setGenericPlans and resetPlans switch the plan cache to generic plans
-// for the single-key statements and back to the connection's setting. Both
-// run in the batch's implicit transaction: when it fails, PostgreSQL rolls
-// the SET back with it.
+// and back to the connection's setting. Both run in the batch's implicit
+// transaction: when it fails, PostgreSQL rolls the SET back with it.
 var (
 	setGenericPlans = queries.Get("SetGenericPlans")
 	resetPlans      = queries.Get("ResetPlans")
 )
 
-// sendBatchMode is sendBatch; with generic, the batch's statements run with
-// cached generic plans. Only the single-key statements (claimOneSQL,
-// startOneSQL, finishOneSQL) ask for it: they reach receipts by one key,
-// through the primary key whatever the table's size when the plan was
-// made (docs/scaling.md shows the plans), and planning them anew cost as
-// much as running them. The multi-row statements keep the connection's
-// force_custom_plan (see Open).
-func (s *Store) sendBatchMode(ctx context.Context, generic bool, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+// sendBatch runs the batch build returns as one implicit transaction (pgx
+// sends it in one round trip with a single Sync), its statements with the
+// plans of mode, and hands the results to read. It retries when PostgreSQL
+// picked the batch as a deadlock victim, which two batches locking
+// overlapping keys in different orders can cause.
+func (s *Store) sendBatch(ctx context.Context, mode planCacheMode, build func() *pgx.Batch, read func(pgx.BatchResults) error) error {
+	generic := mode == genericPlans
 	var err error
 	for range maxBatchTries {
 		b := build()
@@ -171,13 +185,6 @@ func stringOrEmpty(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 // PinSnapshot stores proposed as what pin fixes if the pin is new, and

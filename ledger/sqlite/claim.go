@@ -54,7 +54,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 
 // claimOne applies the same decision as the PostgreSQL claim statement.
 func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.Time) (digest.ClaimResult, error) {
-	c, err := readCurrent(ctx, tx, r.Keys)
+	c, err := readGoverning(ctx, tx, r.Keys)
 	if err != nil {
 		return digest.ClaimResult{}, err
 	}
@@ -101,9 +101,9 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 	return ledger.Unclaimed(c, r.Fingerprint, now), nil
 }
 
-// readCurrent returns the governing receipt among keys (the first candidate
+// readGoverning returns the governing receipt among keys (the first candidate
 // that has one), or nil.
-func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
+func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
 	rows, err := tx.QueryContext(ctx, readGoverningSQL, jsonKeys(keys))
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func readCurrent(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.S
 			return nil, err
 		}
 		c.Key, c.State = digest.Key(key), digest.State(state)
-		c.LeaseExpires, c.NextAttempt, c.SentAt = fromUs(lease), fromUs(next), fromUs(sentAt)
+		c.LeaseExpires, c.NextAttempt, c.SentAt = fromMicros(lease), fromMicros(next), fromMicros(sentAt)
 		if at := slices.Index(keys, c.Key); at < bestAt {
 			best, bestAt = &c, at
 		}
@@ -260,7 +260,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			c, err := readCurrent(ctx, tx, o.Keys)
+			c, err := readGoverning(ctx, tx, o.Keys)
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
@@ -269,7 +269,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromUs(prev)}
+			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromMicros(prev)}
 		}
 		return nil
 	})

@@ -39,8 +39,8 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, err
 		return ledger.Receipt{}, err
 	}
 	r.Key, r.State = digest.Key(key), digest.State(state)
-	r.LeaseExpires, r.SendStartedAt, r.NextAttempt, r.SentAt = fromUs(lease), fromUs(started), fromUs(next), fromUs(sent)
-	r.FirstClaimed, r.LastAttempt, r.UpdatedAt = fromUs(firstClaimed), fromUs(lastAttempt), fromUs(updated)
+	r.LeaseExpires, r.SendStartedAt, r.NextAttempt, r.SentAt = fromMicros(lease), fromMicros(started), fromMicros(next), fromMicros(sent)
+	r.FirstClaimed, r.LastAttempt, r.UpdatedAt = fromMicros(firstClaimed), fromMicros(lastAttempt), fromMicros(updated)
 	return r, nil
 }
 
@@ -91,7 +91,7 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ [
 		if err := rows.Scan(&e.ID, &k, &at, &from, &to, &e.RunID, &e.Detail); err != nil {
 			return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 		}
-		e.Key, e.At, e.From, e.To = digest.Key(k), fromUs(at), digest.State(from), digest.State(to)
+		e.Key, e.At, e.From, e.To = digest.Key(k), fromMicros(at), digest.State(from), digest.State(to)
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -175,10 +175,10 @@ func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Count
 		}
 		c.ByState[digest.State(state)] = n
 		if claimed.Valid {
-			c.OldestClaimed = now.Sub(fromUs(claimed))
+			c.OldestClaimed = now.Sub(fromMicros(claimed))
 		}
 		if retried.Valid {
-			c.OldestRetryable = now.Sub(fromUs(retried))
+			c.OldestRetryable = now.Sub(fromMicros(retried))
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -24,6 +24,6 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.We
 	if err != nil {
 		return digest.WeekPin{}, false, fmt.Errorf("read pin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
-	wp.AsOf, wp.Zone, wp.KeyID = fromUs(asOf), zone.String, kid.String
+	wp.AsOf, wp.Zone, wp.KeyID = fromMicros(asOf), zone.String, kid.String
 	return wp, true, nil
 }

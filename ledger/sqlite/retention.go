@@ -138,6 +138,6 @@ func scanSQLiteTombstone(row interface{ Scan(...any) error }) (digest.PruneTombs
 	if err := row.Scan(&t.Pin.Type, &week, &t.Pin.Version, &t.ReceiptsPruned, &first, &last); err != nil {
 		return t, err
 	}
-	t.FirstPrunedAt, t.LastPrunedAt = fromUs(first), fromUs(last)
+	t.FirstPrunedAt, t.LastPrunedAt = fromMicros(first), fromMicros(last)
 	return t, ledger.ParseTombstoneWeek(&t, week)
 }

@@ -197,16 +197,9 @@ func (s *Store) write(ctx context.Context, fn func(sqliteTx) error) error {
 // nowUTC is the clock at the ledger's microsecond precision.
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// us encodes a time as stored: microseconds since the epoch, NULL for zero.
-func us(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-// fromUs decodes a stored time.
-func fromUs(n sql.NullInt64) time.Time {
+// fromMicros decodes a stored time: microseconds since the epoch, NULL
+// for none.
+func fromMicros(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
@@ -227,7 +220,7 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 		if err != nil {
 			return err
 		}
-		wp.AsOf = fromUs(asOf)
+		wp.AsOf = fromMicros(asOf)
 		rows, err := tx.QueryContext(ctx, countByKeyIDSQL, pin.Week.String())
 		if err != nil {
 			return err

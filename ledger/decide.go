@@ -178,11 +178,11 @@ func KeyStrings(keys []digest.Key) []string {
 func DecideRelease(r Receipt, by Action) (fromQuarantine bool, detail string, err error) {
 	switch {
 	case r.State == digest.StateHeld:
-		return false, by.Detail("released for resend"), nil
+		return false, by.Detail(HistoryReleased), nil
 	case r.State == digest.StateQuarantined && !r.SentAt.IsZero():
 		return false, "", ErrWasSent
 	case r.State == digest.StateQuarantined:
-		return true, by.Detail("released from quarantine; fingerprint " + r.ConflictFingerprint + " adopted"), nil
+		return true, by.Detail(ReleasedFromQuarantine(r.ConflictFingerprint)), nil
 	}
 	return false, "", fmt.Errorf("%w: %s", ErrWrongState, r.State)
 }

@@ -14,7 +14,14 @@ const (
 	HistoryMaybeSent    = "; an earlier send may have reached the provider" // appended to the two above when MaybeSent
 	HistoryQuarantined  = "fingerprint differs from the stored one"         // a claim with another fingerprint
 	HistorySendStarted  = "send started"                                    // StartSending
+	HistoryReleased     = "released for resend"                             // Release of a held receipt, in Action.Detail
 )
+
+// ReleasedFromQuarantine is the history text, in Action.Detail, of the
+// Release of a quarantined receipt that adopts fingerprint.
+func ReleasedFromQuarantine(fingerprint string) string {
+	return "released from quarantine; fingerprint " + fingerprint + " adopted"
+}
 
 // ClaimHistory is the history text of a claim that moved a receipt from
 // from ("" for a new receipt) to to.

@@ -1,50 +1,36 @@
-package digest
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // item is one digest travelling through a pass.
 type item struct {
-	d       Digest
+	d       digest.Digest
 	fp      string
-	keys    []Key
+	keys    []digest.Key
 	enforce bool
 
-	claim ClaimResult // after the claim
-	lease lease       // the claim's live lease, renewed while held
-	msg   *Message    // rendered, for a send
+	claim digest.ClaimResult // after the claim
+	lease lease              // the claim's live lease, renewed while held
+	msg   *digest.Message    // rendered, for a send
 	// handed: the message went to the mailer and was accepted or may have
 	// reached the provider (an ambiguous failure).
 	handed bool
 
 	// The end of the claim, for the finisher.
-	fin        Finish
+	fin        digest.Finish
 	reconciled bool // found at the provider by a look-up, not sent
 	released   bool // given back unsent on interrupt: pending, not a failure
 }
 
-// pass is one scan of the source, a pipeline of stages joined by bounded
-// channels:
-//
-//	read → claim (batched) → start sending (batched) → send (concurrent) → finish (batched)
-//
-// Each stage runs in its own goroutine, so the claim of the next batch and
-// the record of the last one overlap the sends of the current one: sending
-// never waits for a ledger round trip. Memory is flat in the number of
-// customers: at most a few batches are in flight.
-//
-// What each queue holds on a crash decides what the next run does, so the
-// queues are sized to the rules of the ledger: claims not yet marked as
-// sending (in claimed) are re-sent without a look-up once their lease ends;
-// claims marked as sending and not yet sent (in sends) are at most two
-// chunks of startChunk, so a crash leaves few digests to look up or hold.
-// The claims taken ahead are a quarter lease's worth of sends (claimBatch),
-// and their leases are renewed while they wait (renew), so a slow rate
-// never lets a waiting claim expire under another run.
+// pass is one scan of the source: the pipeline of stages and the crash
+// windows of its queues are described in the package documentation.
 type pass struct {
 	r    *Runner
 	n    int
@@ -62,7 +48,7 @@ const batchLinger = 50 * time.Millisecond
 
 func (p *pass) nextDue() time.Time { return p.due.get() }
 
-func (p *pass) run(ctx context.Context, q SourceQuery) error {
+func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	cfg := &p.r.Config
 
 	// hard outlives ctx by the grace period: sends under way and the
@@ -142,7 +128,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 }
 
 // read streams the source into items, building each digest.
-func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) error {
+func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *item) error {
 	defer close(items)
 	r, cfg := p.r, &p.r.Config
 	for rec, err := range r.Source.Records(ctx, q) {
@@ -150,7 +136,7 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 			return nil
 		}
 		if err != nil {
-			var bad *BadRecordError
+			var bad *digest.BadRecordError
 			if errors.As(err, &bad) {
 				// A source that cannot Check up front (the PostgreSQL
 				// relations) reports bad records here: in strict mode they
@@ -179,7 +165,7 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 			}
 			continue // no claim, so no receipt to block a later week
 		}
-		d, err := Build(rec, cfg.Spec)
+		d, err := digest.Build(rec, cfg.Spec)
 		if err != nil {
 			if p.n == 1 {
 				if cfg.Lenient {
@@ -198,7 +184,7 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 			continue
 		}
 		it := &item{d: d, fp: d.Fingerprint(), keys: r.keys.Candidates(d.Identity)}
-		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || InCohort(rec.Customer.ID, *cfg.EnforcePercent))
+		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
 		select {
 		case items <- it:
 		case <-ctx.Done():

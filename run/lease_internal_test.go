@@ -1,8 +1,10 @@
-package digest
+package run
 
 import (
 	"testing"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // The "send started" chunk is half a second of the limiter's rate, never
@@ -38,7 +40,7 @@ func TestChunksFollowTheRate(t *testing.T) {
 // or when it is longer than a day.
 func TestLeaseValidation(t *testing.T) {
 	t.Parallel()
-	spec := Spec{Week: ISOWeek{Year: 2026, Week: 40}, Type: "weekly_activity", Version: "v1"}
+	spec := digest.Spec{Week: digest.ISOWeek{Year: 2026, Week: 40}, Type: "weekly_activity", Version: "v1"}
 	cases := []struct {
 		lease, worst time.Duration
 		ok           bool

@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // Mode says whether a run sends.
@@ -37,14 +39,14 @@ const (
 // RunConfig configures one run. The zero value of each optional field has
 // the documented default; Validate reports what is wrong.
 type RunConfig struct {
-	Spec Spec // week, zone, type and content version
+	Spec digest.Spec // week, zone, type and content version
 
 	Mode Mode // default ModeEnforce
 	// EnforcePercent, with ModeEnforce, enforces for a stable percentage of
 	// customers (InCohort) and observes the rest: a cohort rollout. Nil
 	// means 100.
 	EnforcePercent *int
-	Shard          Shard
+	Shard          digest.Shard
 	Ambiguous      AmbiguousPolicy // default AmbiguousHold
 
 	// Lease is how long a claim is exclusive; default DefaultLease. The
@@ -155,7 +157,7 @@ func (c *RunConfig) setDefaults() {
 // Validate applies defaults and checks the configuration.
 func (c *RunConfig) Validate() error {
 	c.setDefaults()
-	probe := Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
+	probe := digest.Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
 	switch err := probe.Validate(); {
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrConfig, err)
@@ -202,18 +204,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Runner runs one week: it streams the snapshot, claims each digest's key
 // in the ledger, sends what it may, and records every outcome.
 type Runner struct {
-	Ledger   Ledger
-	Mailer   Mailer // nil only in ModeObserve
-	Lookup   Lookup // nil: no provider look-up; RunConfig.Ambiguous decides
-	Source   Source
-	Keyring  *Keyring
-	Renderer *Renderer
+	Ledger   digest.Ledger
+	Mailer   digest.Mailer // nil only in ModeObserve
+	Lookup   digest.Lookup // nil: no provider look-up; RunConfig.Ambiguous decides
+	Source   digest.Source
+	Keyring  *digest.Keyring
+	Renderer *digest.Renderer
 	Config   RunConfig
 	// Unsubscribe, when set, returns a customer's own unsubscribe URI
 	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
 	Unsubscribe func(customerID string) string
 
-	keys *Keyring // Keyring with the week's pinned key id first, set by run
+	keys *digest.Keyring // Keyring with the week's pinned key id first, set by run
 	c    counters
 	lat  LatencyHistogram
 }
@@ -261,11 +263,11 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			return r.c.snapshot(), err
 		}
 	}
-	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	pin := digest.SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
 	if err := r.checkPruned(ctx, pin); err != nil {
 		return r.c.snapshot(), err
 	}
-	wp, err := r.Ledger.PinSnapshot(ctx, pin, WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
+	wp, err := r.Ledger.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
 	r.c.ledgerCalls.Add(1)
 	if err != nil {
 		return r.c.snapshot(), fmt.Errorf("pin snapshot: %w", err)
@@ -277,7 +279,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
-	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
+	if ch, ok := r.Source.(digest.Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {
 			if ctx.Err() != nil {
 				return r.c.snapshot(), nil // interrupted while checking: nothing claimed
@@ -286,7 +288,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		}
 	}
 
-	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
+	q := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
 	passes := 0
 	for {
 		passes++
@@ -330,7 +332,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 // The receipts counted are those of the ISO week, every digest type and
 // content version (receipts store the week, not the type): a key id still
 // used by any of them must stay in the keyring.
-func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
+func (r *Runner) checkWeekPin(wp digest.WeekPin) (*digest.Keyring, error) {
 	cfg := &r.Config
 	if zone := cfg.Spec.Location.String(); wp.Zone != zone {
 		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to time zone %s by its first run; this run's is %s, which would move the week's bounds and quarantine every receipt: run it with DIGEST_TZ=%s",
@@ -364,9 +366,9 @@ func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
 // empty; the strict check reports those.
 func (r *Runner) refuseEmptySource(ctx context.Context) error {
 	cfg := &r.Config
-	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: cfg.Now()}
+	q := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: cfg.Now()}
 	for _, err := range r.Source.Records(ctx, q) {
-		var bad *BadRecordError
+		var bad *digest.BadRecordError
 		if err != nil && !errors.As(err, &bad) {
 			return fmt.Errorf("read snapshot: %w", err)
 		}

@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"math/rand/v2"

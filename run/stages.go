@@ -1,10 +1,12 @@
-package digest
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // claim takes items in batches, claims them in one ledger call per batch,
@@ -40,9 +42,9 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 		if len(enforce) == 0 {
 			continue
 		}
-		reqs := make([]ClaimRequest, len(enforce))
+		reqs := make([]digest.ClaimRequest, len(enforce))
 		for i, it := range enforce {
-			reqs[i] = ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
+			reqs[i] = digest.ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
 		}
 		t0, asked := time.Now(), cfg.Now()
 		res, err := r.Ledger.Claim(hard, reqs)
@@ -57,7 +59,7 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 		var start []*item
 		for i, it := range enforce {
 			it.claim = res[i]
-			if it.claim.Outcome == OutcomeClaimed {
+			if it.claim.Outcome == digest.OutcomeClaimed {
 				// A ledger that does not say (none here) is taken to have
 				// started the lease when it was asked: never later.
 				until := it.claim.LeaseExpires
@@ -119,9 +121,9 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 	c, first := &r.c, p.n == 1
 	res := it.claim
 	switch res.Outcome {
-	case OutcomeClaimed:
+	case digest.OutcomeClaimed:
 		if err := p.render(it); err != nil {
-			it.fin = p.finishFor(it, StateFailed, "render: "+err.Error())
+			it.fin = p.finishFor(it, digest.StateFailed, "render: "+err.Error())
 			done <- it
 			return false
 		}
@@ -129,7 +131,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			return true
 		}
 		if r.Lookup == nil {
-			it.fin = p.finishFor(it, StateHeld, "may have reached the provider; no look-up configured")
+			it.fin = p.finishFor(it, digest.StateHeld, "may have reached the provider; no look-up configured")
 			done <- it
 			return false
 		}
@@ -137,20 +139,20 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			// Taken over from a run whose send had started: that send
 			// may still land. Give the claim back until a look-up can
 			// see it.
-			it.fin = p.finishFor(it, StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
+			it.fin = p.finishFor(it, digest.StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
 			it.fin.MaybeSent, it.fin.NextAttempt, it.released = true, at, true
 			done <- it
 			return false
 		}
 		return true // the sender looks up first
-	case OutcomeAlreadySent:
+	case digest.OutcomeAlreadySent:
 		if first {
 			c.duplicates.Add(1)
 			if !res.SentAt.IsZero() {
 				c.dupAges[AgeBucket(cfg.Now().Sub(res.SentAt), cfg.ReplayHorizon)].Add(1)
 			}
 		}
-	case OutcomeBusy:
+	case digest.OutcomeBusy:
 		// Another run holds the lease and will most likely finish long
 		// before it expires: look again soon rather than at the expiry.
 		c.pending.Add(1)
@@ -159,19 +161,19 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			recheck = res.NextAttempt
 		}
 		p.due.offer(recheck)
-	case OutcomeNotDue:
+	case digest.OutcomeNotDue:
 		c.pending.Add(1)
 		p.due.offer(res.NextAttempt)
-	case OutcomeQuarantined:
+	case digest.OutcomeQuarantined:
 		if first {
 			c.quarantined.Add(1)
 			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fp)
 		}
-	case OutcomeHeld:
+	case digest.OutcomeHeld:
 		if first {
 			c.held.Add(1)
 		}
-	case OutcomeFailed:
+	case digest.OutcomeFailed:
 		if first {
 			c.failed.Add(1)
 		}
@@ -193,8 +195,8 @@ func (p *pass) render(it *item) error {
 	return nil
 }
 
-func (p *pass) finishFor(it *item, s State, reason string) Finish {
-	return Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.r.Config.RunID}
+func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish {
+	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.r.Config.RunID}
 }
 
 // startSending marks the batch's fresh claims as sending in one ledger call
@@ -214,13 +216,13 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 		return nil
 	}
 	var fresh []*item
-	var fences []Fence
+	var fences []digest.Fence
 	for _, it := range start {
 		if it.claim.MaybeSent && p.r.Lookup != nil {
 			continue
 		}
 		fresh = append(fresh, it)
-		fences = append(fences, Fence{Key: it.claim.Key, Token: it.claim.Token})
+		fences = append(fences, digest.Fence{Key: it.claim.Key, Token: it.claim.Token})
 	}
 	if len(fences) > 0 {
 		errs, err := p.r.Ledger.StartSending(hard, fences)
@@ -252,7 +254,7 @@ func (p *pass) lost(it *item, err error) {
 	c, log := &p.r.c, p.r.Config.Logger
 	c.lost.Add(1)
 	switch {
-	case it.handed && it.fin.State == StateSent:
+	case it.handed && it.fin.State == digest.StateSent:
 		c.lostAfterSend.Add(1)
 		log.Error("claim lost to another run after this one sent it; the other run looks it up", "key", string(it.claim.Key), "err", err)
 	case it.handed:
@@ -266,7 +268,7 @@ func (p *pass) lost(it *item, err error) {
 // release gives an unsent claim back: retryable, due now. A claim that was
 // maybe-sent stays so.
 func (p *pass) release(it *item, reason string) {
-	it.fin = p.finishFor(it, StateRetryable, reason)
+	it.fin = p.finishFor(it, digest.StateRetryable, reason)
 	it.released = true
 	it.fin.NextAttempt = p.r.Config.Now()
 	it.fin.MaybeSent = it.claim.MaybeSent
@@ -288,14 +290,14 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		switch {
 		case err != nil:
 			r.c.lookupErr.Add(1)
-			it.fin = p.finishFor(it, StateRetryable, "look-up failed: "+err.Error())
+			it.fin = p.finishFor(it, digest.StateRetryable, "look-up failed: "+err.Error())
 			it.fin.MaybeSent = true
-			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
+			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
 			cfg.Logger.Warn("look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
 			return
 		case found:
 			r.c.lookupFound.Add(1)
-			it.fin = p.finishFor(it, StateSent, "reconciled by look-up")
+			it.fin = p.finishFor(it, digest.StateSent, "reconciled by look-up")
 			it.fin.ProviderRef = ref
 			it.reconciled = true
 			cfg.Logger.Info("reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
@@ -303,13 +305,13 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		}
 		r.c.lookupNotFound.Add(1)
 		if ctx.Err() == nil {
-			errs, err := r.Ledger.StartSending(hard, []Fence{{Key: it.claim.Key, Token: it.claim.Token}})
+			errs, err := r.Ledger.StartSending(hard, []digest.Fence{{Key: it.claim.Key, Token: it.claim.Token}})
 			r.c.ledgerCalls.Add(1)
 			if err == nil && errs[0] != nil {
 				err = errs[0]
 			}
 			if err != nil {
-				if errors.Is(err, ErrStaleClaim) {
+				if errors.Is(err, digest.ErrStaleClaim) {
 					p.lost(it, err)
 				} else {
 					cfg.Logger.Error("mark sending failed; left for the next run", "key", string(it.claim.Key), "err", err)
@@ -323,7 +325,7 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		return
 	}
 	if it.lease.lost.Load() {
-		p.lost(it, ErrStaleClaim) // found by a renewal; no Finish: it would be refused
+		p.lost(it, digest.ErrStaleClaim) // found by a renewal; no Finish: it would be refused
 		return
 	}
 	// The send must end before anyone else may take the claim over: it
@@ -338,30 +340,30 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 	sctx, cancel := context.WithTimeout(hard, left)
 	ref, err := r.Mailer.Send(sctx, it.msg)
 	cancel()
-	if errors.Is(err, ErrNoTime) {
+	if errors.Is(err, digest.ErrNoTime) {
 		p.release(it, "not sent: the lease would end before the send could")
 		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
 		return
 	}
 	if err == nil {
 		it.handed = true
-		it.fin = p.finishFor(it, StateSent, "")
+		it.fin = p.finishFor(it, digest.StateSent, "")
 		it.fin.ProviderRef = ref
 		return
 	}
-	switch ClassOf(err) {
-	case ClassTemporary:
-		it.fin = p.finishFor(it, StateRetryable, err.Error())
-		it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
-	case ClassPermanent:
-		it.fin = p.finishFor(it, StateFailed, err.Error())
-		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", redactAddress(err.Error(), it.msg.To.Email))
+	switch digest.ClassOf(err) {
+	case digest.ClassTemporary:
+		it.fin = p.finishFor(it, digest.StateRetryable, err.Error())
+		it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
+	case digest.ClassPermanent:
+		it.fin = p.finishFor(it, digest.StateFailed, err.Error())
+		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", digest.RedactAddress(err.Error(), it.msg.To.Email))
 	default:
 		it.handed = true
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
-			it.fin = p.finishFor(it, StateHeld, "ambiguous send: "+err.Error())
+			it.fin = p.finishFor(it, digest.StateHeld, "ambiguous send: "+err.Error())
 		} else {
-			it.fin = p.finishFor(it, StateRetryable, "ambiguous send: "+err.Error())
+			it.fin = p.finishFor(it, digest.StateRetryable, "ambiguous send: "+err.Error())
 			it.fin.MaybeSent = true
 			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, cfg.Now().Add(cfg.LookupDelay))
 		}
@@ -387,7 +389,7 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 	}()
 	var first error
 	for batch := range batches {
-		var fs []Finish
+		var fs []digest.Finish
 		var its []*item
 		for _, it := range batch {
 			if it.fin.State != "" {
@@ -432,21 +434,21 @@ func (p *pass) forget(its []*item) {
 func (p *pass) count(it *item) {
 	c := &p.r.c
 	switch it.fin.State {
-	case StateSent:
+	case digest.StateSent:
 		if it.reconciled {
 			c.reconciled.Add(1)
 		} else {
 			c.sent.Add(1)
 		}
-	case StateRetryable:
+	case digest.StateRetryable:
 		if !it.released {
 			c.retryable.Add(1)
 		}
 		c.pending.Add(1)
 		p.due.offer(it.fin.NextAttempt)
-	case StateFailed:
+	case digest.StateFailed:
 		c.failed.Add(1)
-	case StateHeld:
+	case digest.StateHeld:
 		c.held.Add(1)
 		p.r.Config.Logger.Warn("held for review", "key", string(it.fin.Key), "reason", it.fin.Reason)
 	}
@@ -459,9 +461,9 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 		return nil
 	}
 	r, cfg := p.r, &p.r.Config
-	obs := make([]Observation, len(its))
+	obs := make([]digest.Observation, len(its))
 	for i, it := range its {
-		obs[i] = Observation{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID}
+		obs[i] = digest.Observation{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID}
 	}
 	res, err := r.Ledger.Observe(ctx, obs)
 	r.c.ledgerCalls.Add(1)

@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"context"
@@ -6,13 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ErrNoTime is wrapped by a Mailer's temporary error when it did not start
-// a send because the claim's lease (the context's deadline) would end
-// before the send could: nothing reached the provider, and the claim is
-// given back unsent.
-var ErrNoTime = errors.New("not sent: the claim's lease would end before the send could")
+	"github.com/weeklydigest/digest/digest"
+)
 
 // leaseMargin is how much earlier than the recorded lease expiry a send is
 // cut off: the time between the cut and the ledger's takeover covers the
@@ -111,9 +107,9 @@ func (p *pass) renew(ctx context.Context) {
 		if len(its) == 0 {
 			continue
 		}
-		fences := make([]Fence, len(its))
+		fences := make([]digest.Fence, len(its))
 		for i, it := range its {
-			fences[i] = Fence{Key: it.claim.Key, Token: it.claim.Token}
+			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token}
 		}
 		until, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
 		r.c.ledgerCalls.Add(1)
@@ -128,7 +124,7 @@ func (p *pass) renew(ctx context.Context) {
 			switch {
 			case errs[i] == nil:
 				it.lease.set(until)
-			case errors.Is(errs[i], ErrStaleClaim):
+			case errors.Is(errs[i], digest.ErrStaleClaim):
 				it.lease.lost.Store(true)
 			}
 			// ErrNotRenewed: being written right now; next tick.

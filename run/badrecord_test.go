@@ -38,7 +38,7 @@ func TestBadRecordFromUncheckedSourceIsInvalidUnlessLenient(t *testing.T) {
 	t.Parallel()
 	for _, lenient := range []bool{false, true} {
 		f := newFixture(t, 20)
-		r := f.runner(newProvider(), nil, func(c *run.RunConfig) { c.Lenient = lenient })
+		r := f.runner(newProvider(), nil, func(c *run.Config) { c.Lenient = lenient })
 		r.Source = uncheckedSource{inner: f.src}
 		sum := f.run(r)
 		switch {

@@ -51,6 +51,6 @@
 //
 // Cancelling the context (SIGTERM) stops reading and claiming; a claim call
 // under way finishes and its claims are given back, sends under way finish
-// and their outcomes are recorded within RunConfig.Grace, and the Summary
+// and their outcomes are recorded within Config.Grace, and the Summary
 // is marked Interrupted.
 package run

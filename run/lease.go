@@ -17,13 +17,13 @@ func leaseMargin(lease time.Duration) time.Duration { return lease / 10 }
 
 // renewEvery is how often the run renews the leases it holds. A claim
 // waiting in the pipeline so has at least three quarters of a lease left,
-// more than the half a send may need (see RunConfig.Validate).
+// more than the half a send may need (see Config.Validate).
 func renewEvery(lease time.Duration) time.Duration { return lease / 4 }
 
 // claimBatch is how many claims one Claim call takes: at most what the
 // limiter sends in a quarter lease, so that what waits in the pipeline (a
 // few batches) is sent well within the lease even before renewal.
-func claimBatch(cfg *RunConfig) int {
+func claimBatch(cfg *Config) int {
 	if cfg.Rate <= 0 {
 		return cfg.BatchSize
 	}
@@ -94,7 +94,7 @@ func (h *heldClaims) list() []*item {
 // marked lost and will not be sent; a failed call is logged and tried at
 // the next tick (each send still stops at the lease it knows).
 func (p *pass) renew(ctx context.Context) {
-	r, cfg := p.r, &p.r.Config
+	r, cfg := p.runner, &p.runner.Config
 	t := time.NewTicker(renewEvery(cfg.Lease))
 	defer t.Stop()
 	for {
@@ -112,14 +112,14 @@ func (p *pass) renew(ctx context.Context) {
 			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token}
 		}
 		until, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
-		r.c.ledgerCalls.Add(1)
+		r.counters.ledgerCalls.Add(1)
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("renewing leases failed; sends stop at the leases they have", "claims", len(its), "err", err)
 			}
 			continue
 		}
-		r.c.renewals.Add(1)
+		r.counters.renewals.Add(1)
 		for i, it := range its {
 			switch {
 			case errs[i] == nil:

@@ -26,7 +26,7 @@ func TestChunksFollowTheRate(t *testing.T) {
 		{rate: 5, lease: 3 * time.Second, chunk: 2, take: 3},
 	}
 	for _, c := range cases {
-		cfg := RunConfig{Rate: c.rate, Lease: c.lease, BatchSize: 100, Concurrency: 4}
+		cfg := Config{Rate: c.rate, Lease: c.lease, BatchSize: 100, Concurrency: 4}
 		if got := startChunk(&cfg); got != c.chunk {
 			t.Errorf("rate %v: start chunk %d, want %d", c.rate, got, c.chunk)
 		}
@@ -53,7 +53,7 @@ func TestLeaseValidation(t *testing.T) {
 		{lease: 500 * time.Millisecond, ok: false},
 	}
 	for _, c := range cases {
-		cfg := RunConfig{Spec: spec, Lease: c.lease, SendWorstCase: c.worst}
+		cfg := Config{Spec: spec, Lease: c.lease, SendWorstCase: c.worst}
 		if err := cfg.Validate(); (err == nil) != c.ok {
 			t.Errorf("lease %s, worst case %s: %v, want ok=%v", c.lease, c.worst, err, c.ok)
 		}

@@ -63,7 +63,7 @@ func TestStalledSendReportsTheTakeoverTruthfully(t *testing.T) {
 		return true, nil
 	}
 	var logs syncBuffer
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) {
+	sum := f.run(f.runner(p, p, func(c *run.Config) {
 		c.Concurrency, c.BatchSize = 1, 100
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	}))

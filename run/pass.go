@@ -11,10 +11,10 @@ import (
 
 // item is one digest travelling through a pass.
 type item struct {
-	d       digest.Digest
-	fp      string
-	keys    []digest.Key
-	enforce bool
+	digest      digest.Digest
+	fingerprint string       // digest.Fingerprint(), computed once
+	keys        []digest.Key // the candidate keys, the week's pinned key id first
+	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 
 	claim digest.ClaimResult // after the claim
 	lease lease              // the claim's live lease, renewed while held
@@ -24,7 +24,7 @@ type item struct {
 	handed bool
 
 	// The end of the claim, for the finisher.
-	fin        digest.Finish
+	finish     digest.Finish
 	reconciled bool // found at the provider by a look-up, not sent
 	released   bool // given back unsent on interrupt: pending, not a failure
 }
@@ -32,10 +32,10 @@ type item struct {
 // pass is one scan of the source: the pipeline of stages and the crash
 // windows of its queues are described in the package documentation.
 type pass struct {
-	r    *Runner
-	n    int
-	due  nextDueTracker
-	held heldClaims // claims taken and not yet recorded: renewed by renew
+	runner  *Runner
+	number  int            // 1 for the first pass, which alone counts what it reads
+	nextDue nextDueTracker // the earliest time a row left pending comes due
+	held    heldClaims     // claims taken and not yet recorded: renewed by renew
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -46,28 +46,26 @@ type pass struct {
 // then costs a look-up, never a duplicate).
 const batchLinger = 50 * time.Millisecond
 
-func (p *pass) nextDue() time.Time { return p.due.get() }
-
 func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
-	cfg := &p.r.Config
+	cfg := &p.runner.Config
 
-	// hard outlives ctx by the grace period: sends under way and the
+	// graceCtx outlives ctx by the grace period: sends under way and the
 	// ledger writes that record them finish after a SIGTERM.
-	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardCancel()
-	stopGrace := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(cfg.Grace, hardCancel)
-		context.AfterFunc(hard, func() { t.Stop() })
+	graceCtx, endGrace := context.WithCancel(context.WithoutCancel(ctx))
+	defer endGrace()
+	stopWatching := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(cfg.Grace, endGrace)
+		context.AfterFunc(graceCtx, func() { t.Stop() })
 	})
-	defer stopGrace()
+	defer stopWatching()
 
-	// pctx stops the reader and the claims when a later stage fails.
-	pctx, pcancel := context.WithCancel(ctx)
-	defer pcancel()
+	// intakeCtx stops the reader and the claims when a later stage fails.
+	intakeCtx, stopIntake := context.WithCancel(ctx)
+	defer stopIntake()
 
 	// The leases of the claims held are renewed until the pass has
 	// recorded them all.
-	renewCtx, stopRenew := context.WithCancel(hard)
+	renewCtx, stopRenew := context.WithCancel(graceCtx)
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -84,18 +82,18 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	done := make(chan *item, cfg.BatchSize)
 
 	errc := make(chan error, 3)
-	go func() { errc <- p.read(pctx, q, items) }()
+	go func() { errc <- p.read(intakeCtx, q, items) }()
 	go func() {
-		err := p.claim(pctx, hard, items, claimed, done)
+		err := p.claim(intakeCtx, graceCtx, items, claimed, done)
 		if err != nil {
-			pcancel()
+			stopIntake()
 		}
 		errc <- err
 	}()
 	go func() {
-		err := p.start(pctx, hard, claimed, sends, done)
+		err := p.start(intakeCtx, graceCtx, claimed, sends, done)
 		if err != nil {
-			pcancel()
+			stopIntake()
 		}
 		errc <- err
 	}()
@@ -103,7 +101,7 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	senders := make(chan struct{}, cfg.Concurrency)
 	for range cfg.Concurrency {
 		go func() {
-			p.sendLoop(ctx, hard, sends, done)
+			p.sendLoop(ctx, graceCtx, sends, done)
 			senders <- struct{}{}
 		}()
 	}
@@ -113,7 +111,7 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 		}
 		close(done)
 	}()
-	finErr := p.finish(hard, done)
+	finErr := p.finish(graceCtx, done)
 
 	var first error
 	for range 3 {
@@ -130,7 +128,7 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 // read streams the source into items, building each digest.
 func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *item) error {
 	defer close(items)
-	r, cfg := p.r, &p.r.Config
+	r, cfg := p.runner, &p.runner.Config
 	for rec, err := range r.Source.Records(ctx, q) {
 		if ctx.Err() != nil {
 			return nil
@@ -142,11 +140,11 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
 				// silent skip that leaves a customer without a digest.
-				if p.n == 1 && cfg.Lenient {
-					r.c.skipped.Add(1)
+				if p.number == 1 && cfg.Lenient {
+					r.counters.skipped.Add(1)
 					cfg.Logger.Warn("bad snapshot record skipped", "where", bad.Where, "field", bad.Field, "err", bad.Err)
-				} else if p.n == 1 {
-					r.c.invalid.Add(1)
+				} else if p.number == 1 {
+					r.counters.invalid.Add(1)
 					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", "where", bad.Where, "field", bad.Field, "err", bad.Err)
 				}
 				continue
@@ -156,34 +154,34 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 		if !q.Shard.Has(rec.Customer.ID) {
 			continue // a source that does not filter shards itself
 		}
-		if p.n == 1 {
-			r.c.digests.Add(1)
+		if p.number == 1 {
+			r.counters.digests.Add(1)
 		}
 		if rec.Customer.Suppressed {
-			if p.n == 1 {
-				r.c.suppressed.Add(1)
+			if p.number == 1 {
+				r.counters.suppressed.Add(1)
 			}
 			continue // no claim, so no receipt to block a later week
 		}
 		d, err := digest.Build(rec, cfg.Spec)
 		if err != nil {
-			if p.n == 1 {
+			if p.number == 1 {
 				if cfg.Lenient {
-					r.c.skipped.Add(1)
+					r.counters.skipped.Add(1)
 				} else {
-					r.c.invalid.Add(1)
+					r.counters.invalid.Add(1)
 				}
 				cfg.Logger.Error("digest not built", "err", err)
 			}
 			continue
 		}
 		if d.Empty() && !cfg.SendEmpty {
-			if p.n == 1 {
-				r.c.skipped.Add(1)
+			if p.number == 1 {
+				r.counters.skipped.Add(1)
 			}
 			continue
 		}
-		it := &item{d: d, fp: d.Fingerprint(), keys: r.keys.Candidates(d.Identity)}
+		it := &item{digest: d, fingerprint: d.Fingerprint(), keys: r.pinnedKeys.Candidates(d.Identity)}
 		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
 		select {
 		case items <- it:

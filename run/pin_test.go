@@ -102,7 +102,7 @@ func TestRunKeysNewReceiptsUnderTheWeeksPinnedKeyID(t *testing.T) {
 			p := newProvider()
 			// The first run sends a third of the week (its shard), the
 			// second, with the other keyring, the rest.
-			r := f.runner(p, p, func(c *run.RunConfig) { c.Shard = digest.Shard{Index: 0, Count: 3} })
+			r := f.runner(p, p, func(c *run.Config) { c.Shard = digest.Shard{Index: 0, Count: 3} })
 			r.Keyring = mustKeyring(t, tc.first)
 			first := f.run(r)
 			r = f.runner(p, p, nil)
@@ -128,7 +128,7 @@ func TestRunPinnedKeyIDMissingWithoutReceiptsIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10)
 	p := newProvider()
-	observe := f.runner(p, p, func(c *run.RunConfig) { c.Mode = run.ModeObserve })
+	observe := f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve })
 	observe.Keyring = mustKeyring(t, ring1)
 	f.run(observe) // pins k1, creates no receipt
 	r := f.runner(p, p, nil)
@@ -152,7 +152,7 @@ func TestRunInAnotherZoneThanThePinIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := f.runner(p, p, func(c *run.RunConfig) { c.Spec.Location = berlin }).Run(context.Background())
+	sum, err := f.runner(p, p, func(c *run.Config) { c.Spec.Location = berlin }).Run(context.Background())
 	if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "pinned to time zone UTC") ||
 		!strings.Contains(err.Error(), "DIGEST_TZ=UTC") || sum.Quarantined != 0 {
 		t.Fatalf("rerun in Europe/Berlin: %+v %v, want a refusal naming UTC", sum, err)
@@ -190,7 +190,7 @@ func TestRunEmptySourceIsRefusedUnlessAllowed(t *testing.T) {
 	if err != nil || !wp.AsOf.Equal(later) {
 		t.Fatalf("the refused run pinned the week: %+v %v", wp, err)
 	}
-	r = f.runner(p, p, func(c *run.RunConfig) { c.AllowEmpty = true })
+	r = f.runner(p, p, func(c *run.Config) { c.AllowEmpty = true })
 	r.Source = src
 	if sum, err := r.Run(context.Background()); err != nil || sum.Digests != 0 || len(p.sends) != 0 {
 		t.Fatalf("allowed empty run: %+v %v", sum, err)
@@ -199,9 +199,9 @@ func TestRunEmptySourceIsRefusedUnlessAllowed(t *testing.T) {
 
 // The pod's local zone is refused: another pod would compute other week
 // bounds.
-func TestRunConfigRefusesTheLocalZone(t *testing.T) {
+func TestConfigRefusesTheLocalZone(t *testing.T) {
 	t.Parallel()
-	cfg := run.RunConfig{Spec: digest.Spec{Week: runWeek, Location: time.Local, Type: "weekly_activity", Version: "v1"}}
+	cfg := run.Config{Spec: digest.Spec{Week: runWeek, Location: time.Local, Type: "weekly_activity", Version: "v1"}}
 	if err := cfg.Validate(); !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "time zone Local") {
 		t.Fatalf("Validate() = %v, want the Local zone refused", err)
 	}

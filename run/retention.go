@@ -28,7 +28,7 @@ func (e *PrunedWeekError) Error() string {
 func (r *Runner) checkPruned(ctx context.Context, pin digest.SnapshotPin) error {
 	cfg := &r.Config
 	stone, err := r.Ledger.StartWeek(ctx, pin, cfg.Now())
-	r.c.ledgerCalls.Add(1)
+	r.counters.ledgerCalls.Add(1)
 	if err != nil {
 		return fmt.Errorf("start week: %w", err)
 	}

@@ -33,7 +33,7 @@ func TestRunRefusesAPrunedWeek(t *testing.T) {
 	if sum.Sent != 0 || sum.Digests != 0 || len(f.states()) != 0 {
 		t.Fatalf("refused run claimed: %+v, receipts %v", sum, f.states())
 	}
-	observe := f.run(f.runner(nil, nil, func(c *run.RunConfig) { c.Mode = run.ModeObserve }))
+	observe := f.run(f.runner(nil, nil, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if observe.Sent != 0 || len(f.states()) != 0 {
 		t.Fatalf("observe run: %+v", observe)
 	}
@@ -41,7 +41,7 @@ func TestRunRefusesAPrunedWeek(t *testing.T) {
 		t.Fatalf("provider: %d accepted, %d duplicates before the resend", acc, dups)
 	}
 
-	again := f.run(f.runner(p, p, func(c *run.RunConfig) { c.ResendPrunedWeek = true }))
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.ResendPrunedWeek = true }))
 	if again.Sent != f.want {
 		t.Fatalf("resend of the pruned week: %+v, want %d sent", again, f.want)
 	}

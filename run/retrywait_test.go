@@ -28,7 +28,7 @@ func TestRetryPassScheduledNeverNegative(t *testing.T) {
 		return true, nil
 	}
 	var logBuf bytes.Buffer // slog's handler serialises its writes
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) {
+	sum := f.run(f.runner(p, p, func(c *run.Config) {
 		c.Deadline = f.clock.Now().Add(24 * time.Hour)
 		c.Logger = slog.New(slog.NewJSONHandler(&logBuf, nil))
 	}))

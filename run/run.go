@@ -36,9 +36,9 @@ const (
 	AmbiguousResend AmbiguousPolicy = "resend" // send again, accepting a possible duplicate
 )
 
-// RunConfig configures one run. The zero value of each optional field has
+// Config configures one run. The zero value of each optional field has
 // the documented default; Validate reports what is wrong.
-type RunConfig struct {
+type Config struct {
 	Spec digest.Spec // week, zone, type and content version
 
 	Mode Mode // default ModeEnforce
@@ -102,7 +102,7 @@ type RunConfig struct {
 	Logger *slog.Logger                                     // default: discard
 }
 
-// ErrConfig is wrapped by RunConfig.Validate's errors.
+// ErrConfig is wrapped by Config.Validate's errors.
 var ErrConfig = errors.New("invalid run configuration")
 
 // Lease bounds. DefaultLease is renewed while the run holds the claim, so
@@ -115,7 +115,7 @@ const (
 	MaxLease     = 24 * time.Hour
 )
 
-func (c *RunConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
 	}
@@ -155,7 +155,7 @@ func (c *RunConfig) setDefaults() {
 }
 
 // Validate applies defaults and checks the configuration.
-func (c *RunConfig) Validate() error {
+func (c *Config) Validate() error {
 	c.setDefaults()
 	probe := digest.Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
 	switch err := probe.Validate(); {
@@ -206,26 +206,26 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type Runner struct {
 	Ledger   digest.Ledger
 	Mailer   digest.Mailer // nil only in ModeObserve
-	Lookup   digest.Lookup // nil: no provider look-up; RunConfig.Ambiguous decides
+	Lookup   digest.Lookup // nil: no provider look-up; Config.Ambiguous decides
 	Source   digest.Source
 	Keyring  *digest.Keyring
 	Renderer *digest.Renderer
-	Config   RunConfig
+	Config   Config
 	// Unsubscribe, when set, returns a customer's own unsubscribe URI
 	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
 	Unsubscribe func(customerID string) string
 
-	keys *digest.Keyring // Keyring with the week's pinned key id first, set by run
-	c    counters
-	lat  LatencyHistogram
+	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
+	counters     counters
+	claimLatency LatencyHistogram
 }
 
 // ClaimLatency returns the histogram of claim round trips (one sample per
 // digest, the duration of the batch call that claimed it).
-func (r *Runner) ClaimLatency() *LatencyHistogram { return &r.lat }
+func (r *Runner) ClaimLatency() *LatencyHistogram { return &r.claimLatency }
 
 // Progress returns the counters so far; safe to call while Run runs.
-func (r *Runner) Progress() Summary { return r.c.snapshot() }
+func (r *Runner) Progress() Summary { return r.counters.snapshot() }
 
 // Run runs the week to the end, through retry passes until nothing is
 // pending or the next due row lies past the deadline. Cancelling ctx stops
@@ -248,7 +248,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	start := cfg.Now()
 	sum, err := r.run(ctx)
 	sum.Duration = cfg.Now().Sub(start)
-	sum.ClaimP50, sum.ClaimP99 = r.lat.Quantile(0.50), r.lat.Quantile(0.99)
+	sum.ClaimP50, sum.ClaimP99 = r.claimLatency.Quantile(0.50), r.claimLatency.Quantile(0.99)
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	}
@@ -260,31 +260,31 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	log := cfg.Logger
 	if !cfg.AllowEmpty {
 		if err := r.refuseEmptySource(ctx); err != nil {
-			return r.c.snapshot(), err
+			return r.counters.snapshot(), err
 		}
 	}
 	pin := digest.SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
 	if err := r.checkPruned(ctx, pin); err != nil {
-		return r.c.snapshot(), err
+		return r.counters.snapshot(), err
 	}
-	wp, err := r.Ledger.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
-	r.c.ledgerCalls.Add(1)
+	weekPin, err := r.Ledger.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
+	r.counters.ledgerCalls.Add(1)
 	if err != nil {
-		return r.c.snapshot(), fmt.Errorf("pin snapshot: %w", err)
+		return r.counters.snapshot(), fmt.Errorf("pin snapshot: %w", err)
 	}
-	if r.keys, err = r.checkWeekPin(wp); err != nil {
-		return r.c.snapshot(), err
+	if r.pinnedKeys, err = r.checkWeekPin(weekPin); err != nil {
+		return r.counters.snapshot(), err
 	}
-	asOf := wp.AsOf
+	asOf := weekPin.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
 	if ch, ok := r.Source.(digest.Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {
 			if ctx.Err() != nil {
-				return r.c.snapshot(), nil // interrupted while checking: nothing claimed
+				return r.counters.snapshot(), nil // interrupted while checking: nothing claimed
 			}
-			return r.c.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
+			return r.counters.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
 		}
 	}
 
@@ -292,15 +292,15 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	passes := 0
 	for {
 		passes++
-		p := &pass{r: r, n: passes}
-		r.c.pending.Store(0)
+		p := &pass{runner: r, number: passes}
+		r.counters.pending.Store(0)
 		if err := p.run(ctx, q); err != nil {
-			s := r.c.snapshot()
+			s := r.counters.snapshot()
 			s.Passes = passes
 			return s, err
 		}
-		next := p.nextDue()
-		pending := r.c.pending.Load()
+		next := p.nextDue.get()
+		pending := r.counters.pending.Load()
 		if pending == 0 || ctx.Err() != nil || next.IsZero() || cfg.Deadline.IsZero() || next.After(cfg.Deadline) {
 			if pending > 0 && ctx.Err() == nil {
 				log.Info("rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
@@ -316,7 +316,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	s := r.c.snapshot()
+	s := r.counters.snapshot()
 	s.Passes = passes
 	return s, nil
 }
@@ -332,14 +332,14 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 // The receipts counted are those of the ISO week, every digest type and
 // content version (receipts store the week, not the type): a key id still
 // used by any of them must stay in the keyring.
-func (r *Runner) checkWeekPin(wp digest.WeekPin) (*digest.Keyring, error) {
+func (r *Runner) checkWeekPin(weekPin digest.WeekPin) (*digest.Keyring, error) {
 	cfg := &r.Config
-	if zone := cfg.Spec.Location.String(); wp.Zone != zone {
+	if zone := cfg.Spec.Location.String(); weekPin.Zone != zone {
 		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to time zone %s by its first run; this run's is %s, which would move the week's bounds and quarantine every receipt: run it with DIGEST_TZ=%s",
-			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.Zone, zone, wp.Zone)
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, weekPin.Zone, zone, weekPin.Zone)
 	}
 	var missing []string
-	for kid, n := range wp.ReceiptsByKeyID {
+	for kid, n := range weekPin.ReceiptsByKeyID {
 		if _, ok := r.Keyring.Pinned(kid); !ok && n > 0 {
 			missing = append(missing, fmt.Sprintf("%d under key id %s", n, kid))
 		}
@@ -349,12 +349,12 @@ func (r *Runner) checkWeekPin(wp digest.WeekPin) (*digest.Keyring, error) {
 		return nil, fmt.Errorf("%w: the keyring (%s) lacks key ids that receipts of week %s are stored under: %s; each of those digests would be sent again. Put the key ids back in the keyring, after the current one",
 			ErrConfig, strings.Join(r.Keyring.IDs(), ","), cfg.Spec.Week, strings.Join(missing, ", "))
 	}
-	keys, ok := r.Keyring.Pinned(wp.KeyID)
+	keys, ok := r.Keyring.Pinned(weekPin.KeyID)
 	if !ok {
 		// No receipt under it yet, but a run holding it may be creating
 		// them now: another key id would make two receipts for one digest.
 		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to key id %s by its first run (0 receipts under it so far), and the keyring (%s) lacks it. Put it back in the keyring, after the current one",
-			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.KeyID, strings.Join(r.Keyring.IDs(), ","))
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, weekPin.KeyID, strings.Join(r.Keyring.IDs(), ","))
 	}
 	return keys, nil
 }

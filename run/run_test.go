@@ -143,13 +143,13 @@ func newFixture(t *testing.T, customers int) *fixture {
 	return &fixture{t: t, clock: clk, store: store, src: src, kr: kr, want: want}
 }
 
-func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*run.RunConfig)) *run.Runner {
+func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*run.Config)) *run.Runner {
 	f.t.Helper()
 	r, err := digest.NewRenderer()
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cfg := run.RunConfig{
+	cfg := run.Config{
 		Spec:        digest.Spec{Week: runWeek, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
 		Lease:       time.Minute,
 		Concurrency: 3,
@@ -214,7 +214,7 @@ func TestRunRetriesTemporaryFailuresWithinDeadline(t *testing.T) {
 		}
 		return true, nil
 	}
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Deadline = f.clock.Now().Add(3 * time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(3 * time.Hour) }))
 	if sum.Retryable != f.want || sum.Sent != f.want || sum.Pending != 0 || sum.Passes != 2 {
 		t.Fatalf("summary %+v: want %d retryable then sent in a second pass", sum, f.want)
 	}
@@ -277,7 +277,7 @@ func TestRunAmbiguousSendIsLookedUpNeverResentBlindly(t *testing.T) {
 		return true, nil
 	}
 	began := f.clock.Now()
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Deadline = f.clock.Now().Add(24 * time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(24 * time.Hour) }))
 	if waited := f.clock.Now().Sub(began); waited < 2*time.Minute {
 		t.Fatalf("the look-up came %s after the ambiguous send; a provider must get LookupDelay (2m) to list it", waited)
 	}
@@ -305,7 +305,7 @@ func TestRunAmbiguousWithoutLookupHoldsOrResends(t *testing.T) {
 				}
 				return true, nil
 			}
-			sum := f.run(f.runner(p, nil, func(c *run.RunConfig) {
+			sum := f.run(f.runner(p, nil, func(c *run.Config) {
 				c.Ambiguous = policy
 				c.Deadline = f.clock.Now().Add(24 * time.Hour)
 			}))
@@ -367,7 +367,7 @@ func TestRunAfterCrashDistinguishesNeverSentFromMaybeSent(t *testing.T) {
 	// The maybe-sent ones are looked up only the look-up delay after the
 	// takeover (a send that started may still be landing): in a retry pass.
 	start := f.clock.Now()
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Deadline = start.Add(time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = start.Add(time.Hour) }))
 	maybe := len(res) / 2
 	if sum.Reconciled != len(res)/4 || sum.Sent != len(res)-len(res)/4 {
 		t.Fatalf("summary %+v: want %d reconciled and %d sent", sum, len(res)/4, len(res)-len(res)/4)
@@ -387,7 +387,7 @@ func TestRunObserveSendsNothingAndChangesNoReceipt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 20)
 	p := newProvider()
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Mode = run.ModeObserve }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if sum.Observed != f.want || sum.Would["claimed"] != f.want || sum.Sent != 0 {
 		t.Fatalf("observe: %+v", sum)
 	}
@@ -395,13 +395,13 @@ func TestRunObserveSendsNothingAndChangesNoReceipt(t *testing.T) {
 		t.Fatalf("observe mode sent %d messages or wrote receipts %v", len(p.sends), f.states())
 	}
 	f.clock.Advance(time.Minute)
-	again := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Mode = run.ModeObserve }))
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if again.Repeats[run.AgeUnder5Min] != f.want {
 		t.Fatalf("repeats: %+v", again.Repeats)
 	}
 	// After a real run, observe reports what the ledger would say.
 	f.run(f.runner(p, p, nil))
-	after := f.run(f.runner(p, p, func(c *run.RunConfig) { c.Mode = run.ModeObserve }))
+	after := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if after.Would["already_sent"] != f.want {
 		t.Fatalf("observe after sending: %+v", after.Would)
 	}
@@ -449,11 +449,11 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	f := newFixture(t, 50)
 	p := newProvider()
 	pct := 30
-	sum := f.run(f.runner(p, p, func(c *run.RunConfig) { c.EnforcePercent = &pct }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.EnforcePercent = &pct }))
 	if sum.Sent+sum.Observed != f.want || sum.Sent == 0 || sum.Observed == 0 {
 		t.Fatalf("cohort: %+v", sum)
 	}
-	again := f.run(f.runner(p, p, func(c *run.RunConfig) { c.EnforcePercent = &pct }))
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.EnforcePercent = &pct }))
 	if again.Duplicates != sum.Sent || again.Sent != 0 {
 		t.Fatalf("the cohort is not stable: first sent %d, then %+v", sum.Sent, again)
 	}
@@ -462,7 +462,7 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	q := newProvider()
 	total := 0
 	for i := range 3 {
-		s := g.run(g.runner(q, q, func(c *run.RunConfig) { c.Shard = digest.Shard{Index: i, Count: 3} }))
+		s := g.run(g.runner(q, q, func(c *run.Config) { c.Shard = digest.Shard{Index: i, Count: 3} }))
 		total += s.Sent
 	}
 	if acc, dups := q.totals(); total != g.want || acc != g.want || dups != 0 {
@@ -470,20 +470,20 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	}
 }
 
-func TestRunConfigValidation(t *testing.T) {
+func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	bad := []func(*run.RunConfig){
-		func(c *run.RunConfig) { c.Spec.Type = "" },
-		func(c *run.RunConfig) { c.Spec.Version = "a|b" },
-		func(c *run.RunConfig) { c.Mode = "loud" },
-		func(c *run.RunConfig) { n := 101; c.EnforcePercent = &n },
-		func(c *run.RunConfig) { c.Ambiguous = "maybe" },
-		func(c *run.RunConfig) { c.Shard = digest.Shard{Index: 3, Count: 3} },
-		func(c *run.RunConfig) { c.Lease = time.Millisecond },
-		func(c *run.RunConfig) { c.Concurrency = -1 },
+	bad := []func(*run.Config){
+		func(c *run.Config) { c.Spec.Type = "" },
+		func(c *run.Config) { c.Spec.Version = "a|b" },
+		func(c *run.Config) { c.Mode = "loud" },
+		func(c *run.Config) { n := 101; c.EnforcePercent = &n },
+		func(c *run.Config) { c.Ambiguous = "maybe" },
+		func(c *run.Config) { c.Shard = digest.Shard{Index: 3, Count: 3} },
+		func(c *run.Config) { c.Lease = time.Millisecond },
+		func(c *run.Config) { c.Concurrency = -1 },
 	}
 	for i, mod := range bad {
-		cfg := run.RunConfig{Spec: digest.Spec{Week: runWeek, Type: "weekly_activity", Version: "v1"}}
+		cfg := run.Config{Spec: digest.Spec{Week: runWeek, Type: "weekly_activity", Version: "v1"}}
 		mod(&cfg)
 		if err := cfg.Validate(); !errors.Is(err, run.ErrConfig) {
 			t.Errorf("case %d: Validate() = %v, want ErrConfig", i, err)
@@ -552,7 +552,7 @@ func TestRunKeepsTheMaybeSentWindowSmall(t *testing.T) {
 		return true, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := f.runner(p, p, func(c *run.RunConfig) { c.BatchSize = 100; c.Concurrency = 2; c.Grace = time.Second })
+	r := f.runner(p, p, func(c *run.Config) { c.BatchSize = 100; c.Concurrency = 2; c.Grace = time.Second })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -21,7 +21,7 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	f := newFixture(t, 6)
 	p := newProvider()
 	var logs bytes.Buffer
-	r := f.runner(p, p, func(c *run.RunConfig) {
+	r := f.runner(p, p, func(c *run.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	r.Mailer = rejecting{} // whose replies repeat the address, as SMTP servers' do

@@ -172,9 +172,9 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	return err
 }
 
-// runConfig turns settings and flags into a RunConfig.
-func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (run.RunConfig, error) {
-	var cfg run.RunConfig
+// runConfig turns settings and flags into a run.Config.
+func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (run.Config, error) {
+	var cfg run.Config
 	loc, err := st.location()
 	if err != nil {
 		return cfg, err
@@ -209,7 +209,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
-	cfg = run.RunConfig{
+	cfg = run.Config{
 		Spec:          digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
 		Mode:          run.Mode(mode),
 		Shard:         sh,
@@ -302,7 +302,7 @@ func runExit(sum run.Summary, err error) error {
 // sentInWeek returns a function that counts the week's sent receipts in
 // the ledger, for the "nothing to send" line: a run's own counters cover
 // one shard, and count a digest once per pass that met it.
-func sentInWeek(ctx context.Context, store ledger.Store, cfg *run.RunConfig, log *slog.Logger) func() (int64, bool) {
+func sentInWeek(ctx context.Context, store ledger.Store, cfg *run.Config, log *slog.Logger) func() (int64, bool) {
 	return func() (int64, bool) {
 		c, err := store.Counts(context.WithoutCancel(ctx), cfg.Spec.Week)
 		if err != nil {
@@ -314,7 +314,7 @@ func sentInWeek(ctx context.Context, store ledger.Store, cfg *run.RunConfig, log
 }
 
 // report logs the summary and, on a terminal, prints it as a table.
-func report(env *Env, log *slog.Logger, cfg *run.RunConfig, sum run.Summary, sent func() (int64, bool), checks []checkResult) {
+func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent func() (int64, bool), checks []checkResult) {
 	msg := "run finished"
 	switch {
 	case cfg.Mode == run.ModeObserve:

@@ -36,7 +36,7 @@ func TestLoggerPrintsDurationsAsStrings(t *testing.T) {
 // both modes, and shows the dry run's checks.
 func TestSummaryTableNamesLikeTheLog(t *testing.T) {
 	t.Parallel()
-	cfg := &run.RunConfig{Mode: run.ModeEnforce}
+	cfg := &run.Config{Mode: run.ModeEnforce}
 	for _, s := range []run.Summary{
 		{Duplicates: 2, DuplicateAges: [4]int{2}},
 		{Observed: 3, Repeats: [4]int{1}},

@@ -37,7 +37,7 @@ func startProgress(env *Env, r *run.Runner) func() {
 }
 
 // printSummary writes the run's summary as a table.
-func printSummary(env *Env, cfg *run.RunConfig, s run.Summary, headline string, checks ...checkResult) {
+func printSummary(env *Env, cfg *run.Config, s run.Summary, headline string, checks ...checkResult) {
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(env.Stdout, "%s\n%s %s %s, mode %s, shard %s\n", headline, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, cfg.Mode, cfg.Shard)
 	row := func(name string, v any) { fmt.Fprintf(w, "%v\t  %s\n", v, name) }

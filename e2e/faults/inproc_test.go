@@ -44,7 +44,7 @@ func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr 
 	return &inProcess{store: store, mailer: m, now: now}
 }
 
-func (p *inProcess) runner(t *testing.T, cfg run.RunConfig, lookup digest.Lookup) *run.Runner {
+func (p *inProcess) runner(t *testing.T, cfg run.Config, lookup digest.Lookup) *run.Runner {
 	t.Helper()
 	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
 	if err != nil {
@@ -80,7 +80,7 @@ func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
 	shift := 7*24*time.Hour + 6*time.Minute
 	later := func() time.Time { return time.Now().Add(shift) }
 	p := openInProcess(t, e, later, e.Mailpit.SMTPAddr())
-	r := p.runner(t, run.RunConfig{Lease: 2 * time.Second}, sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
+	r := p.runner(t, run.Config{Lease: 2 * time.Second}, sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 
 	p := openInProcess(t, e, time.Now, px.Addr())
 	const window = 5 * time.Second
-	r := p.runner(t, run.RunConfig{
+	r := p.runner(t, run.Config{
 		Lease:       2 * time.Second,
 		Backoff:     run.Backoff{Base: 50 * time.Millisecond, Max: 100 * time.Millisecond},
 		LookupDelay: 50 * time.Millisecond, // the fake provider lists at once
@@ -95,7 +95,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	}
 
 	// The provider answers again: every dropped send is found, none resent.
-	r2 := p.runner(t, run.RunConfig{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
+	r2 := p.runner(t, run.Config{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
 		sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
 	// The storm's last Retry-After may still run; the retry pass waits it out.
 	sum2, err := r2.Run(context.Background())

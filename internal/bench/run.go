@@ -58,7 +58,7 @@ func runWeek(ctx context.Context, cfg *Config, store *ledger.Postgres, addr stri
 	r := &run.Runner{
 		Ledger: timed, Mailer: mailer, Source: snapshot.NewPostgres(store.Pool(), 0),
 		Keyring: keyring, Renderer: renderer,
-		Config: run.RunConfig{
+		Config: run.Config{
 			Spec:        digest.Spec{Week: cfg.Week, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
 			Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 			RunID: "bench", Logger: cfg.Logger,

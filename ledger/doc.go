@@ -23,6 +23,7 @@
 //	claimed      lease expired  claim                              claimed      a run
 //	retryable    due            claim                              claimed      a run
 //	claimed      -              start sending                      claimed      the claim holder
+//	claimed      -              renew                              claimed      the claim holder
 //	claimed      -              finish sent                        sent         the claim holder
 //	claimed      -              finish retryable                   retryable    the claim holder
 //	claimed      -              finish failed                      failed       the claim holder
@@ -47,7 +48,8 @@
 // (last updated before the prune's cutoff, in a week no run started since
 // the cutoff); "-" is any. "the claim holder" is the run whose token still
 // fences the receipt: its lease may have expired, as long as nobody took
-// the receipt over. Every transition but a prune appends one history row
+// the receipt over. Every transition but a renewal (which only moves the
+// lease on) and a prune appends one history row
 // (receipt_events) in the same statement or transaction, with the text
 // defined once in this package (the History* constants, FinishDetail,
 // Action.Detail, MarkSentDetail); a prune removes the history with the

@@ -12,6 +12,7 @@ const (
 	TriggerClaim                   Trigger = "claim"                          // Claim with the stored fingerprint
 	TriggerClaimOtherFingerprint   Trigger = "claim with another fingerprint" // Claim whose fingerprint differs from the stored one
 	TriggerStartSending            Trigger = "start sending"                  // StartSending
+	TriggerRenew                   Trigger = "renew"                          // Renew: the lease runs on; no history row
 	TriggerFinishSent              Trigger = "finish sent"                    // Finish, State sent
 	TriggerFinishRetryable         Trigger = "finish retryable"               // Finish, State retryable
 	TriggerFinishFailed            Trigger = "finish failed"                  // Finish, State failed
@@ -24,7 +25,7 @@ const (
 
 // Triggers lists every trigger, in the order of the state diagram.
 var Triggers = []Trigger{
-	TriggerClaim, TriggerClaimOtherFingerprint, TriggerStartSending,
+	TriggerClaim, TriggerClaimOtherFingerprint, TriggerStartSending, TriggerRenew,
 	TriggerFinishSent, TriggerFinishRetryable, TriggerFinishFailed, TriggerFinishHeld,
 	TriggerRelease, TriggerMarkSent, TriggerPrune, TriggerPruneHeldAndQuarantined,
 }
@@ -61,7 +62,8 @@ const absentState digest.State = ""
 // under When, Trigger moves the receipt to To (empty: removed), caused by
 // By, and writes a history row saying History (see the History*
 // constants; empty: the text depends on the request, as FinishDetail and
-// Action.Detail make it, or no row is left, as for a prune).
+// Action.Detail make it, or no row is written: a renewal is not a change
+// of state, and a prune removes the history with the receipt).
 type Transition struct {
 	From    digest.State
 	When    Condition
@@ -82,6 +84,7 @@ var Transitions = []Transition{
 	{digest.StateClaimed, LeaseExpired, TriggerClaim, digest.StateClaimed, ActorRun, HistoryTakenOver},
 	{digest.StateRetryable, Due, TriggerClaim, digest.StateClaimed, ActorRun, HistoryClaimedAgain},
 	{digest.StateClaimed, Always, TriggerStartSending, digest.StateClaimed, ActorHolder, HistorySendStarted},
+	{digest.StateClaimed, Always, TriggerRenew, digest.StateClaimed, ActorHolder, ""},
 	{digest.StateClaimed, Always, TriggerFinishSent, digest.StateSent, ActorHolder, ""},
 	{digest.StateClaimed, Always, TriggerFinishRetryable, digest.StateRetryable, ActorHolder, ""},
 	{digest.StateClaimed, Always, TriggerFinishFailed, digest.StateFailed, ActorHolder, ""},

@@ -186,7 +186,6 @@ func TestHelpShowsTypesAndOnlyTheFlagsACommandUses(t *testing.T) {
 	for cmd, want := range map[string][]string{
 		"week":  {"tz"},
 		"seed":  {"customers", "database-url", "out", "seed", "week"},
-		"bench": {"batch-size", "concurrency", "cpuprofile", "customers", "database-url", "log-level", "plain-messages", "schema"},
 	} {
 		var got []string
 		for f := range helpFlags(t, cmd) {

@@ -72,7 +72,6 @@ func commands() []command {
 		{"week", "print the ISO week of a date and its bounds", cmdWeek},
 		{"key", "print the ledger key of one customer's digest", cmdKey},
 		{"unsubscribe-token", "make or --verify a one-click unsubscribe token", cmdUnsubscribeToken},
-		{"bench", "measure a seeded week end to end against a null SMTP server", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
 }

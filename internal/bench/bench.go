@@ -4,7 +4,7 @@
 // loop to the same server over the same number of connections, so that the
 // ratio says what the job adds on top of the unavoidable cost of sending.
 //
-// It is the driver behind "digest bench"; the package keeps it testable.
+// It is the driver behind cmd/digest-bench; the package keeps it testable.
 package bench
 
 import (

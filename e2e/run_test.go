@@ -122,10 +122,6 @@ func TestParallelRunsAndShardsSendExactlyOnce(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	want := e.Seed(300, week40)
 
-	type out struct {
-		r   e2etest.Result
-		err error
-	}
 	runs := [][]string{
 		{"run", "--week", "2026-W40"},
 		{"run", "--week", "2026-W40"},

@@ -184,8 +184,8 @@ func TestHelpShowsTypesAndOnlyTheFlagsACommandUses(t *testing.T) {
 		}
 	}
 	for cmd, want := range map[string][]string{
-		"week":  {"tz"},
-		"seed":  {"customers", "database-url", "out", "seed", "week"},
+		"week": {"tz"},
+		"seed": {"customers", "database-url", "out", "seed", "week"},
 	} {
 		var got []string
 		for f := range helpFlags(t, cmd) {

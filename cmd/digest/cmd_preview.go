@@ -11,7 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 const previewHelp = `Usage: digest preview --customer ID [--week YYYY-Www] [--snapshot FILE.jsonl] [--html FILE] [--eml FILE]
@@ -84,7 +84,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = sender.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), time.Now())
+		err = smtp.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), time.Now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -202,7 +202,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		if err != nil {
 			return cfg, err
 		}
-		worst = sender.WorstCase(timeout)
+		worst = smtp.WorstCase(timeout)
 	}
 	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
 	if err != nil {

@@ -18,8 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // openLedger opens the ledger the settings name and migrates it when it is
@@ -76,9 +78,9 @@ func fromAddress(st *settings) (digest.Address, error) {
 // run would refuse.
 type mailerSettings struct {
 	lookup    digest.Lookup
-	lookupURL string               // DIGEST_LOOKUP_URL without credentials, for the log
-	smtp      *sender.MailerConfig // nil: the file outbox
-	outbox    sender.OutboxConfig
+	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
+	smtp      *smtp.Config // nil: the file outbox
+	outbox    fileoutbox.Config
 }
 
 // readMailer reads every mailer setting given, whichever mailer they
@@ -101,22 +103,22 @@ func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings
 	if err != nil {
 		return ms, err
 	}
-	limiter, err := sender.NewLimiter(rate, burst)
+	limiter, err := smtp.NewLimiter(rate, burst)
 	if err != nil {
 		return ms, usagef("%v", err)
 	}
 	var password string
 	if f := st.str("DIGEST_SMTP_PASSWORD_FILE"); f != "" {
-		if password, err = sender.ReadSecretFile(f); err != nil {
+		if password, err = smtp.ReadSecretFile(f); err != nil {
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = sender.OutboxConfig{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")}
+	ms.outbox = fileoutbox.Config{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")}
 	raw := st.str("DIGEST_SMTP_URL")
 	if raw == "" {
 		return ms, nil
 	}
-	smtp, err := sender.ParseSMTPURL(raw)
+	smtpURL, err := smtp.ParseSMTPURL(raw)
 	if err != nil {
 		return ms, usagef("DIGEST_SMTP_URL: %v", err)
 	}
@@ -124,12 +126,12 @@ func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings
 	if err != nil {
 		return ms, err
 	}
-	ms.smtp = &sender.MailerConfig{
-		SMTP: smtp, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
+	ms.smtp = &smtp.Config{
+		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
 		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log,
 	}
 	// Builds and drops a client: go-mail validates its options here.
-	m, err := sender.NewSMTPMailer(*ms.smtp)
+	m, err := smtp.NewMailer(*ms.smtp)
 	if err != nil {
 		return ms, usagef("%v", err)
 	}
@@ -158,7 +160,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 		return nil, nil, err
 	}
 	if ms.smtp == nil {
-		ob, err := sender.NewOutbox(ms.outbox)
+		ob, err := fileoutbox.New(ms.outbox)
 		if err != nil {
 			return nil, nil, usagef("%v", err)
 		}
@@ -167,7 +169,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 		}
 		return ob, ms.lookup, nil
 	}
-	m, err := sender.NewSMTPMailer(*ms.smtp)
+	m, err := smtp.NewMailer(*ms.smtp)
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
@@ -209,12 +211,12 @@ func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog
 	case refusal != nil:
 		add("smtp", true, refusal)
 	case ms.smtp != nil:
-		add("smtp", true, sender.Check(ctx, *ms.smtp))
+		add("smtp", true, smtp.Check(ctx, *ms.smtp))
 	default:
 		add("smtp", false, nil)
 	}
 	if ms.lookup != nil {
-		add("lookup", true, sender.CheckLookup(ctx, ms.lookup))
+		add("lookup", true, lookup.Check(ctx, ms.lookup))
 	} else {
 		add("lookup", false, nil)
 	}
@@ -253,13 +255,13 @@ func describeLedger(st *settings) string {
 func openLookup(st *settings) (digest.Lookup, error) {
 	token := st.str("DIGEST_POSTMARK_TOKEN")
 	if f := st.str("DIGEST_POSTMARK_TOKEN_FILE"); f != "" {
-		t, err := sender.ReadSecretFile(f)
+		t, err := smtp.ReadSecretFile(f)
 		if err != nil {
 			return nil, usagef("DIGEST_POSTMARK_TOKEN_FILE: %v", err)
 		}
 		token = t
 	}
-	l, err := sender.ParseLookupURL(st.str("DIGEST_LOOKUP_URL"), sender.LookupConfig{PostmarkToken: token})
+	l, err := lookup.ParseURL(st.str("DIGEST_LOOKUP_URL"), lookup.Config{PostmarkToken: token})
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -278,19 +278,19 @@ func newKeyring() (*digest.Keyring, error) {
 	return digest.ParseKeyring("bench:" + base64.StdEncoding.EncodeToString(b))
 }
 
-func newMailer(addr string, conns int) (*sender.SMTPMailer, error) {
-	smtp, err := sender.ParseSMTPURL("smtp://" + addr + "?tls=none")
+func newMailer(addr string, conns int) (*smtp.Mailer, error) {
+	smtpURL, err := smtp.ParseSMTPURL("smtp://" + addr + "?tls=none")
 	if err != nil {
 		return nil, err
 	}
 	// Far above what one machine reaches, so the limiter's cost is in the
 	// measurement but its wait is not.
-	lim, err := sender.NewLimiter(1e6, 1000)
+	lim, err := smtp.NewLimiter(1e6, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return sender.NewSMTPMailer(sender.MailerConfig{
-		SMTP: smtp, From: digest.Address{Name: "Account digest", Email: "digest@example.com"},
+	return smtp.NewMailer(smtp.Config{
+		SMTP: smtpURL, From: digest.Address{Name: "Account digest", Email: "digest@example.com"},
 		Concurrency: conns, Limiter: lim, HELO: "localhost",
 	})
 }

@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"bytes"

@@ -1,4 +1,9 @@
-package sender
+// Package lookup asks mail providers whether they hold the message of a
+// digest key (digest.Lookup): Mailpit by its tag, Postmark by its metadata.
+// A run asks when a send's outcome is unknown (ambiguous), instead of
+// guessing. API errors are classified like sends (temporary with a
+// Retry-After time, or permanent), and never carry a token or password.
+package lookup
 
 import (
 	"context"
@@ -11,13 +16,14 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/smtp"
 )
 
-// ErrLookupURL is wrapped by ParseLookupURL's errors.
-var ErrLookupURL = errors.New("invalid lookup URL")
+// ErrURL is wrapped by ParseURL's errors.
+var ErrURL = errors.New("invalid lookup URL")
 
-// LookupConfig is what ParseLookupURL needs besides the URL.
-type LookupConfig struct {
+// Config is what ParseURL needs besides the URL.
+type Config struct {
 	// PostmarkToken is the Postmark server token (DIGEST_POSTMARK_TOKEN, or
 	// the content of DIGEST_POSTMARK_TOKEN_FILE). Required for postmark+.
 	PostmarkToken string
@@ -27,20 +33,20 @@ type LookupConfig struct {
 	Now func() time.Time
 }
 
-// ParseLookupURL returns the provider look-up a URL names:
+// ParseURL returns the provider look-up a URL names:
 //
 //	""                           no look-up (nil, nil): the runner's ambiguous policy applies
 //	mailpit+http://host:8025     Mailpit's API (also mailpit+https; user:pass@ for its basic auth)
 //	postmark+https://host        Postmark's API (https://api.postmarkapp.com), token from cfg
 //
 // Errors never contain a password or token.
-func ParseLookupURL(raw string, cfg LookupConfig) (digest.Lookup, error) {
+func ParseURL(raw string, cfg Config) (digest.Lookup, error) {
 	if raw == "" {
 		return nil, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed URL", ErrLookupURL)
+		return nil, fmt.Errorf("%w: malformed URL", ErrURL)
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
@@ -50,7 +56,7 @@ func ParseLookupURL(raw string, cfg LookupConfig) (digest.Lookup, error) {
 	}
 	provider, scheme, _ := strings.Cut(u.Scheme, "+")
 	if u.Host == "" || u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: want %s://host[:port]", ErrLookupURL, clip(u.Scheme))
+		return nil, fmt.Errorf("%w: want %s://host[:port]", ErrURL, smtp.Clip(u.Scheme))
 	}
 	base := url.URL{Scheme: scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/")}
 	switch {
@@ -62,49 +68,49 @@ func ParseLookupURL(raw string, cfg LookupConfig) (digest.Lookup, error) {
 			req.SetBasicAuth(u.User.Username(), pass)
 			api.header = req.Header
 		}
-		return &MailpitLookup{base: base.String(), api: api}, nil
+		return &Mailpit{base: base.String(), api: api}, nil
 	case provider == "postmark" && scheme == "https":
 		if u.User != nil {
-			return nil, fmt.Errorf("%w: put the Postmark token in DIGEST_POSTMARK_TOKEN(_FILE), not the URL", ErrLookupURL)
+			return nil, fmt.Errorf("%w: put the Postmark token in DIGEST_POSTMARK_TOKEN(_FILE), not the URL", ErrURL)
 		}
 		if cfg.PostmarkToken == "" {
-			return nil, fmt.Errorf("%w: postmark look-up needs a server token (DIGEST_POSTMARK_TOKEN or DIGEST_POSTMARK_TOKEN_FILE)", ErrLookupURL)
+			return nil, fmt.Errorf("%w: postmark look-up needs a server token (DIGEST_POSTMARK_TOKEN or DIGEST_POSTMARK_TOKEN_FILE)", ErrURL)
 		}
-		return NewPostmarkLookup(base.String(), cfg.PostmarkToken, cfg.HTTPClient, cfg.Now), nil
+		return NewPostmark(base.String(), cfg.PostmarkToken, cfg.HTTPClient, cfg.Now), nil
 	}
-	return nil, fmt.Errorf("%w: scheme %q, want mailpit+http, mailpit+https or postmark+https", ErrLookupURL, clip(u.Scheme))
+	return nil, fmt.Errorf("%w: scheme %q, want mailpit+http, mailpit+https or postmark+https", ErrURL, smtp.Clip(u.Scheme))
 }
 
-// MailpitLookup finds messages in Mailpit by the tag MailpitTag(key), set
+// Mailpit finds messages in Mailpit by the tag smtp.MailpitTag(key), set
 // through the X-Tags header, and confirms the exact key in the X-Digest-Key
 // header of each hit. The reference is Mailpit's message ID.
-type MailpitLookup struct {
+type Mailpit struct {
 	base string
 	api  *apiClient
 }
 
-var _ digest.Lookup = (*MailpitLookup)(nil)
+var _ digest.Lookup = (*Mailpit)(nil)
 
-// NewMailpitLookup returns a look-up against Mailpit's API at base, e.g.
+// NewMailpit returns a look-up against Mailpit's API at base, e.g.
 // http://127.0.0.1:8025.
-func NewMailpitLookup(base string, client *http.Client) *MailpitLookup {
+func NewMailpit(base string, client *http.Client) *Mailpit {
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &MailpitLookup{
+	return &Mailpit{
 		base: strings.TrimSuffix(base, "/"),
 		api:  &apiClient{op: "mailpit lookup", client: client, now: time.Now},
 	}
 }
 
 // Lookup implements digest.Lookup.
-func (l *MailpitLookup) Lookup(ctx context.Context, key digest.Key) (string, bool, error) {
+func (l *Mailpit) Lookup(ctx context.Context, key digest.Key) (string, bool, error) {
 	var res struct {
 		Messages []struct {
 			ID string `json:"ID"`
 		} `json:"messages"`
 	}
-	q := url.Values{"query": {"tag:" + MailpitTag(key)}, "limit": {"20"}}
+	q := url.Values{"query": {"tag:" + smtp.MailpitTag(key)}, "limit": {"20"}}
 	if err := l.api.getJSON(ctx, l.base+"/api/v1/search?"+q.Encode(), &res); err != nil {
 		return "", false, err
 	}
@@ -113,7 +119,7 @@ func (l *MailpitLookup) Lookup(ctx context.Context, key digest.Key) (string, boo
 		if err := l.api.getJSON(ctx, l.base+"/api/v1/message/"+url.PathEscape(m.ID)+"/headers", &headers); err != nil {
 			return "", false, err
 		}
-		for _, v := range headers[HeaderKey] {
+		for _, v := range headers[smtp.HeaderKey] {
 			if strings.TrimSpace(v) == string(key) {
 				return m.ID, true, nil
 			}
@@ -122,28 +128,28 @@ func (l *MailpitLookup) Lookup(ctx context.Context, key digest.Key) (string, boo
 	return "", false, nil
 }
 
-// PostmarkLookup asks Postmark's outbound message search for the message
+// Postmark asks Postmark's outbound message search for the message
 // whose metadata "digest-key" is the key (sent as X-PM-Metadata-digest-key).
 // The reference is Postmark's MessageID. Postmark lists a message once it
 // has processed it, so a message accepted seconds ago may not be found yet.
-type PostmarkLookup struct {
+type Postmark struct {
 	base string
 	api  *apiClient
 }
 
-var _ digest.Lookup = (*PostmarkLookup)(nil)
+var _ digest.Lookup = (*Postmark)(nil)
 
-// NewPostmarkLookup returns a look-up against Postmark's API at base
+// NewPostmark returns a look-up against Postmark's API at base
 // (https://api.postmarkapp.com) with a server token. client and now may be
 // nil for the defaults.
-func NewPostmarkLookup(base, token string, client *http.Client, now func() time.Time) *PostmarkLookup {
+func NewPostmark(base, token string, client *http.Client, now func() time.Time) *Postmark {
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &PostmarkLookup{
+	return &Postmark{
 		base: strings.TrimSuffix(base, "/"),
 		api: &apiClient{op: "postmark lookup", client: client, now: now,
 			header: http.Header{"X-Postmark-Server-Token": {token}}},
@@ -151,7 +157,7 @@ func NewPostmarkLookup(base, token string, client *http.Client, now func() time.
 }
 
 // Lookup implements digest.Lookup.
-func (l *PostmarkLookup) Lookup(ctx context.Context, key digest.Key) (string, bool, error) {
+func (l *Postmark) Lookup(ctx context.Context, key digest.Key) (string, bool, error) {
 	var res struct {
 		TotalCount int
 		Messages   []struct {
@@ -165,7 +171,7 @@ func (l *PostmarkLookup) Lookup(ctx context.Context, key digest.Key) (string, bo
 	}
 	for _, m := range res.Messages {
 		if v, ok := m.Metadata["digest-key"]; ok && v != string(key) {
-			return "", false, fmt.Errorf("postmark lookup: search for %s returned a message with digest-key %q", key, clip(v))
+			return "", false, fmt.Errorf("postmark lookup: search for %s returned a message with digest-key %q", key, smtp.Clip(v))
 		}
 		if m.MessageID != "" {
 			return m.MessageID, true, nil

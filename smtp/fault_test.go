@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtpd "github.com/emersion/go-smtp"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
-func smtpErr(code int) *smtp.SMTPError {
-	return &smtp.SMTPError{Code: code, EnhancedCode: smtp.EnhancedCode{code / 100, 0, 0}, Message: "injected"}
+func smtpErr(code int) *smtpd.SMTPError {
+	return &smtpd.SMTPError{Code: code, EnhancedCode: smtpd.EnhancedCode{code / 100, 0, 0}, Message: "injected"}
 }
 
 func TestSendClassifiesFaults(t *testing.T) {
@@ -57,7 +57,7 @@ func TestSendClassifiesFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			srv := startSMTP(t, c.fault)
-			m := newMailer(t, srv.addr, func(cfg *sender.MailerConfig) {
+			m := newMailer(t, srv.addr, func(cfg *smtp.Config) {
 				if c.timeout > 0 {
 					cfg.Timeout = c.timeout
 				}
@@ -96,7 +96,7 @@ func TestSendConnectionRefusedIsTemporary(t *testing.T) {
 	l.Close()
 	m := newMailer(t, addr, nil)
 	_, err = m.Send(ctxT(t), testMessage(testKey("k1", 'b')))
-	if digest.ClassOf(err) != digest.ClassTemporary || !errors.Is(err, sender.ErrDial) {
+	if digest.ClassOf(err) != digest.ClassTemporary || !errors.Is(err, smtp.ErrDial) {
 		t.Fatalf("Send = %v; want temporary wrapping ErrDial", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestSendInvalidAddressIsPermanent(t *testing.T) {
 		msg := testMessage(testKey("k1", 'f'))
 		msg.To.Email = to
 		_, err := m.Send(ctxT(t), msg)
-		if digest.ClassOf(err) != digest.ClassPermanent || !errors.Is(err, sender.ErrInvalidAddress) {
+		if digest.ClassOf(err) != digest.ClassPermanent || !errors.Is(err, smtp.ErrInvalidAddress) {
 			t.Errorf("Send to %q = %v; want permanent ErrInvalidAddress", to, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package sender
+package smtp
 
 import (
 	"errors"
@@ -48,21 +48,21 @@ func ValidateAddress(email string) error {
 	}
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || a.Name != "" {
-		return fmt.Errorf("%w: %q is not local@domain", ErrInvalidAddress, clip(email))
+		return fmt.Errorf("%w: %q is not local@domain", ErrInvalidAddress, Clip(email))
 	}
 	at := strings.LastIndexByte(email, '@')
 	if at <= 0 || at == len(email)-1 || strings.ContainsAny(email[at+1:], "[]") {
-		return fmt.Errorf("%w: %q has no domain", ErrInvalidAddress, clip(email))
+		return fmt.Errorf("%w: %q has no domain", ErrInvalidAddress, Clip(email))
 	}
 	return nil
 }
 
 func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
 
-// headerText turns a display name or subject into one header line: control
+// HeaderText turns a display name or subject into one header line: control
 // characters (CR and LF above all) become spaces, so no value can start a
 // header of its own. go-mail then RFC 2047-encodes what is not plain ASCII.
-func headerText(s string) string {
+func HeaderText(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
@@ -80,22 +80,26 @@ func MailpitTag(key digest.Key) string {
 	return "dk-" + strings.ToLower(key.KeyID()) + "-" + key.Hex()
 }
 
-// envelope is what every message of one mailer shares.
-type envelope struct {
+// Envelope is what every message of one mailer shares: the From address
+// (whose domain ends every Message-ID) and the fixed List-Unsubscribe
+// entry. The Mailer and the file outbox build their messages through it,
+// so both send the same bytes for a digest.
+type Envelope struct {
 	from            mail.Address
 	fromDomain      string
 	listUnsubscribe string
 }
 
-func newEnvelope(from digest.Address, listUnsubscribe string) (envelope, error) {
+// NewEnvelope validates from and listUnsubscribe (as in Config).
+func NewEnvelope(from digest.Address, listUnsubscribe string) (Envelope, error) {
 	if err := ValidateAddress(from.Email); err != nil {
-		return envelope{}, fmt.Errorf("from: %w", err)
+		return Envelope{}, fmt.Errorf("from: %w", err)
 	}
 	if strings.ContainsFunc(listUnsubscribe, unicode.IsControl) {
-		return envelope{}, errors.New("list-unsubscribe: contains a control character")
+		return Envelope{}, errors.New("list-unsubscribe: contains a control character")
 	}
-	return envelope{
-		from:            mail.Address{Name: headerText(from.Name), Address: from.Email},
+	return Envelope{
+		from:            mail.Address{Name: HeaderText(from.Name), Address: from.Email},
 		fromDomain:      from.Email[strings.LastIndexByte(from.Email, '@')+1:],
 		listUnsubscribe: strings.TrimSpace(listUnsubscribe),
 	}, nil
@@ -110,7 +114,7 @@ const HeaderListUnsubscribePost = "List-Unsubscribe-Post"
 // "List-Unsubscribe-Post: List-Unsubscribe=One-Click". The URI must not be
 // able to end the header or its <...> entry: no white space, control
 // character, '<', '>' or ','.
-func (e envelope) setListUnsubscribe(msg *gomail.Msg, uri string) error {
+func (e Envelope) setListUnsubscribe(msg *gomail.Msg, uri string) error {
 	var entries []string
 	if uri != "" {
 		if strings.ContainsFunc(uri, isSpaceOrControl) || strings.ContainsAny(uri, "<>,") {
@@ -141,7 +145,7 @@ func permanent(err error) error {
 
 // build turns m into a go-mail message. Its errors are permanent: the same
 // message will never become valid by retrying.
-func (e envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
+func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	if m == nil {
 		return nil, permanent(errors.New("nil message"))
 	}
@@ -161,8 +165,8 @@ func (e envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	from := e.from
 	msg.FromMailAddress(&from)
-	msg.ToMailAddress(&mail.Address{Name: headerText(m.To.Name), Address: m.To.Email})
-	subject := headerText(m.Subject)
+	msg.ToMailAddress(&mail.Address{Name: HeaderText(m.To.Name), Address: m.To.Email})
+	subject := HeaderText(m.Subject)
 	if m.Test {
 		subject = TestSubjectPrefix + subject
 		msg.SetGenHeader(HeaderTest, "1")

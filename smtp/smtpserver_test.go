@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	smtpd "github.com/emersion/go-smtp"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // stage is where a fault strikes.
@@ -38,7 +38,7 @@ const (
 type fault struct {
 	at     stage
 	action action
-	err    *smtp.SMTPError
+	err    *smtpd.SMTPError
 	times  int // how many sessions fault before the server behaves; 0 = all
 }
 
@@ -66,7 +66,7 @@ type received struct {
 func startSMTP(t testing.TB, f fault) *testServer {
 	t.Helper()
 	s := &testServer{fault: f, release: make(chan struct{}), logouts: make(chan struct{}, 1024)}
-	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+	srv := smtpd.NewServer(smtpd.BackendFunc(func(c *smtpd.Conn) (smtpd.Session, error) {
 		s.mu.Lock()
 		s.conns = append(s.conns, c.Conn())
 		s.mu.Unlock()
@@ -135,16 +135,16 @@ func (ss *session) act(st stage) error {
 	switch ss.s.fault.action {
 	case drop:
 		_ = ss.conn.Close()
-		return &smtp.SMTPError{Code: 421, Message: "gone"} // never reaches the client
+		return &smtpd.SMTPError{Code: 421, Message: "gone"} // never reaches the client
 	case hang:
 		<-ss.s.release
-		return &smtp.SMTPError{Code: 421, Message: "too late"}
+		return &smtpd.SMTPError{Code: 421, Message: "too late"}
 	}
 	return ss.s.fault.err
 }
 
-func (ss *session) Mail(string, *smtp.MailOptions) error { return ss.act(atMail) }
-func (ss *session) Rcpt(string, *smtp.RcptOptions) error { return ss.act(atRcpt) }
+func (ss *session) Mail(string, *smtpd.MailOptions) error { return ss.act(atMail) }
+func (ss *session) Rcpt(string, *smtpd.RcptOptions) error { return ss.act(atRcpt) }
 
 func (ss *session) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
@@ -175,13 +175,13 @@ func (ss *session) Logout() error {
 }
 
 // newMailer returns a mailer to addr without TLS, closed when the test ends.
-func newMailer(t testing.TB, addr string, edit func(*sender.MailerConfig)) *sender.SMTPMailer {
+func newMailer(t testing.TB, addr string, edit func(*smtp.Config)) *smtp.Mailer {
 	t.Helper()
-	smtpCfg, err := sender.ParseSMTPURL("smtp://" + addr + "?tls=none")
+	smtpCfg, err := smtp.ParseSMTPURL("smtp://" + addr + "?tls=none")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sender.MailerConfig{
+	cfg := smtp.Config{
 		SMTP:        smtpCfg,
 		From:        digest.Address{Name: "Weekly Digest", Email: "digest@example.com"},
 		Concurrency: 1,
@@ -191,7 +191,7 @@ func newMailer(t testing.TB, addr string, edit func(*sender.MailerConfig)) *send
 	if edit != nil {
 		edit(&cfg)
 	}
-	m, err := sender.NewSMTPMailer(cfg)
+	m, err := smtp.NewMailer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

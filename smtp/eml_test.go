@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // WriteMessage writes the message the mailer sends: the same headers
@@ -18,7 +18,7 @@ func TestWriteMessageIsWhatTheMailerSends(t *testing.T) {
 	now := time.Date(2026, 10, 5, 7, 0, 0, 0, time.UTC)
 	from := digest.Address{Name: "Weekly Digest", Email: "digest@example.com"}
 	srv := startSMTP(t, fault{})
-	m := newMailer(t, srv.addr, func(c *sender.MailerConfig) {
+	m := newMailer(t, srv.addr, func(c *smtp.Config) {
 		c.Now = func() time.Time { return now }
 		c.ListUnsubscribe = "<mailto:u@example.com>"
 	})
@@ -27,7 +27,7 @@ func TestWriteMessageIsWhatTheMailerSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := sender.WriteMessage(&buf, msg, from, "<mailto:u@example.com>", now); err != nil {
+	if err := smtp.WriteMessage(&buf, msg, from, "<mailto:u@example.com>", now); err != nil {
 		t.Fatal(err)
 	}
 	sent, err := mail.ReadMessage(bytes.NewReader(srv.messages()[0].data))
@@ -66,10 +66,10 @@ func TestSendMarksTestSends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Header.Get(sender.HeaderTest) != "1" || !strings.HasPrefix(got.Header.Get("Subject"), "[TEST] ") {
-		t.Fatalf("X-Digest-Test %q, Subject %q; want 1 and a [TEST] prefix", got.Header.Get(sender.HeaderTest), got.Header.Get("Subject"))
+	if got.Header.Get(smtp.HeaderTest) != "1" || !strings.HasPrefix(got.Header.Get("Subject"), "[TEST] ") {
+		t.Fatalf("X-Digest-Test %q, Subject %q; want 1 and a [TEST] prefix", got.Header.Get(smtp.HeaderTest), got.Header.Get("Subject"))
 	}
-	if k := digest.Key(got.Header.Get(sender.HeaderKey)); k.KeyID() != digest.TestKeyID || k == digest.TestKey() {
+	if k := digest.Key(got.Header.Get(smtp.HeaderKey)); k.KeyID() != digest.TestKeyID || k == digest.TestKey() {
 		t.Fatalf("key %s: want a fresh test key", k)
 	}
 }

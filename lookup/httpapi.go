@@ -1,4 +1,4 @@
-package sender
+package lookup
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // maxBody bounds how much of a provider's reply is read.
@@ -38,7 +39,7 @@ func (e *HTTPError) Error() string {
 // classifyHTTP turns a non-2xx reply into a *digest.SendError.
 func classifyHTTP(op string, resp *http.Response, now time.Time) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	he := &HTTPError{Op: op, StatusCode: resp.StatusCode, Detail: headerText(string(body))}
+	he := &HTTPError{Op: op, StatusCode: resp.StatusCode, Detail: smtp.HeaderText(string(body))}
 	class := digest.ClassPermanent
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
@@ -85,4 +86,9 @@ func (a *apiClient) getJSON(ctx context.Context, url string, v any) error {
 		return temporary(fmt.Errorf("%s: decode reply: %w", a.op, err))
 	}
 	return nil
+}
+
+// temporary wraps err as a temporary failure.
+func temporary(err error) error {
+	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
 }

@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"bytes"
@@ -10,17 +10,18 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/unsubscribe"
 )
 
-func newMailpitMailer(t *testing.T, mp *mailpittest.Server, url string) *sender.SMTPMailer {
+func newMailpitMailer(t *testing.T, mp *mailpittest.Server, url string) *smtp.Mailer {
 	t.Helper()
-	cfg, err := sender.ParseSMTPURL(strings.ReplaceAll(url, "ADDR", mp.SMTPAddr()))
+	cfg, err := smtp.ParseSMTPURL(strings.ReplaceAll(url, "ADDR", mp.SMTPAddr()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sender.NewSMTPMailer(sender.MailerConfig{
+	m, err := smtp.NewMailer(smtp.Config{
 		SMTP:            cfg,
 		From:            digest.Address{Name: "Wöchentlicher Digest", Email: "digest@mail.example.com"},
 		ListUnsubscribe: "<mailto:unsubscribe@mail.example.com>",
@@ -42,7 +43,7 @@ func TestMailpitSendThenLookup(t *testing.T) {
 	// Authenticate to check the password reaches the server; Mailpit
 	// accepts any, and go-mail allows PLAIN without TLS to 127.0.0.1 only.
 	m := newMailpitMailer(t, mp, "smtp://user:s3cret@ADDR?tls=none&auth=plain")
-	lookup, err := sender.ParseLookupURL("mailpit+"+mp.APIURL(), sender.LookupConfig{})
+	lk, err := lookup.ParseURL("mailpit+"+mp.APIURL(), lookup.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +53,18 @@ func TestMailpitSendThenLookup(t *testing.T) {
 	msg.To.Name = "Zoë Müller"
 	msg.Subject = "Ihre Woche: 3 Zahlungen ✓"
 	msg.HTML = `<p>Hello &lt;script&gt;alert(1)&lt;/script&gt; &amp; more</p>`
-	if _, found, err := lookup.Lookup(ctx, key); err != nil || found {
+	if _, found, err := lk.Lookup(ctx, key); err != nil || found {
 		t.Fatalf("Lookup before send = %v, %v; want not found", found, err)
 	}
 	if _, err := m.Send(ctx, msg); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	ref, found, err := lookup.Lookup(ctx, key)
+	ref, found, err := lk.Lookup(ctx, key)
 	if err != nil || !found {
 		t.Fatalf("Lookup after send = %q, %v, %v; want found", ref, found, err)
 	}
 	// Another key of the same kid must not match.
-	if _, found, err := lookup.Lookup(ctx, testKey("Kid.2026_a", '8')); err != nil || found {
+	if _, found, err := lk.Lookup(ctx, testKey("Kid.2026_a", '8')); err != nil || found {
 		t.Fatalf("Lookup of another key = %v, %v; want not found", found, err)
 	}
 
@@ -83,8 +84,8 @@ func TestMailpitSendThenLookup(t *testing.T) {
 	for _, c := range []struct{ name, got, want string }{
 		{"Subject", subject, msg.Subject},
 		{"Message-ID", h.Get("Message-ID"), "<" + key.Hex() + "@mail.example.com>"},
-		{sender.HeaderKey, h.Get(sender.HeaderKey), string(key)},
-		{sender.HeaderPostmarkKey, h.Get(sender.HeaderPostmarkKey), string(key)},
+		{smtp.HeaderKey, h.Get(smtp.HeaderKey), string(key)},
+		{smtp.HeaderPostmarkKey, h.Get(smtp.HeaderPostmarkKey), string(key)},
 		{"List-Unsubscribe", h.Get("List-Unsubscribe"), "<mailto:unsubscribe@mail.example.com>"},
 		{"Date", h.Get("Date"), "Mon, 10 Aug 2026 07:00:00 +0000"},
 		{"To", fmtAddrs(to), "Zoë Müller <ada@example.net>"},
@@ -181,7 +182,7 @@ func TestMailpitOneClickUnsubscribeHeaders(t *testing.T) {
 	mp := mailpittest.Start(t)
 	ctx := ctxT(t)
 	m := newMailpitMailer(t, mp, "smtp://ADDR?tls=none")
-	lookup, err := sender.ParseLookupURL("mailpit+"+mp.APIURL(), sender.LookupConfig{})
+	lk, err := lookup.ParseURL("mailpit+"+mp.APIURL(), lookup.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestMailpitOneClickUnsubscribeHeaders(t *testing.T) {
 		if _, err := m.Send(ctx, msg); err != nil {
 			t.Fatal(err)
 		}
-		id, found, err := lookup.Lookup(ctx, msg.Key)
+		id, found, err := lk.Lookup(ctx, msg.Key)
 		if err != nil || !found {
 			t.Fatalf("Lookup: %v, %v", found, err)
 		}

@@ -1,4 +1,4 @@
-package sender_test
+package lookup_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/lookup"
 )
 
 const postmarkToken = "pm-server-token-0123456789"
@@ -106,13 +106,13 @@ func TestPostmarkLookup(t *testing.T) {
 			if c.token != "" {
 				token = c.token
 			}
-			l, err := sender.ParseLookupURL("postmark+"+srv.URL, sender.LookupConfig{
+			l, err := lookup.ParseURL("postmark+"+srv.URL, lookup.Config{
 				PostmarkToken: token, HTTPClient: srv.Client(), Now: func() time.Time { return now },
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, found, err := l.Lookup(ctxT(t), c.key)
+			ref, found, err := l.Lookup(t.Context(), c.key)
 			if c.wantErr {
 				var se *digest.SendError
 				if !errors.As(err, &se) || se.Class != c.wantClass || !se.RetryAt.Equal(c.wantRetry) {
@@ -152,21 +152,21 @@ func TestParseLookupURL(t *testing.T) {
 		{url: "::not a url", wantErr: true},
 	}
 	for _, c := range cases {
-		l, err := sender.ParseLookupURL(c.url, sender.LookupConfig{PostmarkToken: c.token})
+		l, err := lookup.ParseURL(c.url, lookup.Config{PostmarkToken: c.token})
 		switch {
 		case c.wantErr:
-			if err == nil || !errors.Is(err, sender.ErrLookupURL) {
-				t.Errorf("ParseLookupURL(%q) = %v, %v; want ErrLookupURL", c.url, l, err)
+			if err == nil || !errors.Is(err, lookup.ErrURL) {
+				t.Errorf("ParseURL(%q) = %v, %v; want ErrURL", c.url, l, err)
 			}
 			if err != nil && strings.Contains(err.Error(), "en@") {
 				t.Errorf("error %q echoes credentials", err)
 			}
 		case c.wantNil:
 			if l != nil || err != nil {
-				t.Errorf("ParseLookupURL(%q) = %v, %v; want nil, nil", c.url, l, err)
+				t.Errorf("ParseURL(%q) = %v, %v; want nil, nil", c.url, l, err)
 			}
 		case err != nil || l == nil:
-			t.Errorf("ParseLookupURL(%q) = %v, %v; want a lookup", c.url, l, err)
+			t.Errorf("ParseURL(%q) = %v, %v; want a lookup", c.url, l, err)
 		}
 	}
 }
@@ -175,9 +175,9 @@ func TestBackoff(t *testing.T) {
 	t.Parallel()
 	prevMax := time.Duration(0)
 	for attempt := 1; attempt <= 40; attempt++ {
-		want := min(sender.BackoffBase<<min(attempt-1, 30), sender.BackoffCap)
+		want := min(lookup.BackoffBase<<min(attempt-1, 30), lookup.BackoffCap)
 		for range 20 {
-			d := sender.Backoff(attempt)
+			d := lookup.Backoff(attempt)
 			if d < want/2 || d > want {
 				t.Fatalf("Backoff(%d) = %s, want in [%s, %s]", attempt, d, want/2, want)
 			}
@@ -206,9 +206,14 @@ func TestRetryAfter(t *testing.T) {
 		{"soon", time.Time{}, false},
 	}
 	for _, c := range cases {
-		got, ok := sender.RetryAfter(c.in, now)
+		got, ok := lookup.RetryAfter(c.in, now)
 		if ok != c.wantOK || !got.Equal(c.want) {
 			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.wantOK)
 		}
 	}
+}
+
+// testKey returns a valid key whose hex part repeats c.
+func testKey(kid string, c byte) digest.Key {
+	return digest.Key(kid + ":" + strings.Repeat(string(c), 64))
 }

@@ -1,12 +1,13 @@
-package sender_test
+package smtp_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 var addressCases = []struct {
@@ -37,38 +38,37 @@ var addressCases = []struct {
 func TestValidateAddress(t *testing.T) {
 	t.Parallel()
 	for _, c := range addressCases {
-		err := sender.ValidateAddress(c.in)
+		err := smtp.ValidateAddress(c.in)
 		if (err == nil) != c.ok {
 			t.Errorf("ValidateAddress(%q) = %v, want ok=%v", c.in, err, c.ok)
 		}
-		if err != nil && !errors.Is(err, sender.ErrInvalidAddress) {
+		if err != nil && !errors.Is(err, smtp.ErrInvalidAddress) {
 			t.Errorf("ValidateAddress(%q) = %v, want ErrInvalidAddress", c.in, err)
 		}
 	}
 }
 
 // FuzzValidateAddress checks that an accepted address can go into an SMTP
-// command and a header as is, and that the outbox turns any recipient into
-// either a message with exactly one To address or a permanent error, never
-// a panic.
+// command and a header as is, and that rendering (what the Mailer and the
+// outbox send) turns any recipient into either a message or a permanent
+// error, never a panic.
 func FuzzValidateAddress(f *testing.F) {
 	for _, c := range addressCases {
 		f.Add(c.in, "Ada")
 	}
-	dir := f.TempDir()
-	o, err := sender.NewOutbox(sender.OutboxConfig{Dir: dir, From: digest.Address{Email: "d@example.com"}})
+	env, err := smtp.NewEnvelope(digest.Address{Email: "d@example.com"}, "")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, addr, name string) {
-		err := sender.ValidateAddress(addr)
+		err := smtp.ValidateAddress(addr)
 		if err == nil && strings.ContainsAny(addr, "\r\n\x00 <>,") {
 			t.Fatalf("accepted %q", addr)
 		}
 		msg := testMessage(testKey("fz", 'a'))
 		msg.To = digest.Address{Name: name, Email: addr}
-		if _, sendErr := o.Send(t.Context(), msg); sendErr != nil && digest.ClassOf(sendErr) != digest.ClassPermanent {
-			t.Fatalf("Send to %q: %v, want success or permanent", addr, sendErr)
+		if _, renderErr := env.Render(msg, time.Unix(0, 0)); renderErr != nil && digest.ClassOf(renderErr) != digest.ClassPermanent {
+			t.Fatalf("Render to %q: %v, want success or permanent", addr, renderErr)
 		}
 	})
 }
@@ -76,7 +76,7 @@ func FuzzValidateAddress(f *testing.F) {
 func TestMailpitTagFitsMailpitRules(t *testing.T) {
 	t.Parallel()
 	key := digest.Key("Key-ID.with_32_characters_xxxxxx:" + strings.Repeat("f", 64))
-	tag := sender.MailpitTag(key)
+	tag := smtp.MailpitTag(key)
 	if len(tag) > 100 {
 		t.Fatalf("tag %q is %d characters, Mailpit keeps 100", tag, len(tag))
 	}
@@ -89,23 +89,23 @@ func TestMailpitTagFitsMailpitRules(t *testing.T) {
 
 func TestNewSMTPMailerValidatesConfig(t *testing.T) {
 	t.Parallel()
-	good, err := sender.ParseSMTPURL("smtp://127.0.0.1:25?tls=none")
+	good, err := smtp.ParseSMTPURL("smtp://127.0.0.1:25?tls=none")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name string
-		cfg  sender.MailerConfig
+		cfg  smtp.Config
 	}{
-		{"no host", sender.MailerConfig{From: digest.Address{Email: "d@example.com"}}},
-		{"bad from", sender.MailerConfig{SMTP: good, From: digest.Address{Email: "not an address"}}},
-		{"CRLF in List-Unsubscribe", sender.MailerConfig{SMTP: good, From: digest.Address{Email: "d@example.com"}, ListUnsubscribe: "<mailto:u@example.com>\r\nBcc: x@evil.test"}},
-		{"negative concurrency", sender.MailerConfig{SMTP: good, From: digest.Address{Email: "d@example.com"}, Concurrency: -1}},
+		{"no host", smtp.Config{From: digest.Address{Email: "d@example.com"}}},
+		{"bad from", smtp.Config{SMTP: good, From: digest.Address{Email: "not an address"}}},
+		{"CRLF in List-Unsubscribe", smtp.Config{SMTP: good, From: digest.Address{Email: "d@example.com"}, ListUnsubscribe: "<mailto:u@example.com>\r\nBcc: x@evil.test"}},
+		{"negative concurrency", smtp.Config{SMTP: good, From: digest.Address{Email: "d@example.com"}, Concurrency: -1}},
 	}
 	for _, c := range cases {
-		if m, err := sender.NewSMTPMailer(c.cfg); err == nil {
+		if m, err := smtp.NewMailer(c.cfg); err == nil {
 			_ = m.Close()
-			t.Errorf("%s: NewSMTPMailer accepted %+v", c.name, c.cfg)
+			t.Errorf("%s: NewMailer accepted %+v", c.name, c.cfg)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"context"
@@ -8,24 +8,24 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/emersion/go-smtp"
+	smtpd "github.com/emersion/go-smtp"
 	gomail "github.com/wneessen/go-mail"
 
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // nullSession accepts and discards everything.
 type nullSession struct{}
 
-func (nullSession) Reset()                               {}
-func (nullSession) Logout() error                        { return nil }
-func (nullSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (nullSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (nullSession) Data(r io.Reader) error               { _, err := io.Copy(io.Discard, r); return err }
+func (nullSession) Reset()                                {}
+func (nullSession) Logout() error                         { return nil }
+func (nullSession) Mail(string, *smtpd.MailOptions) error { return nil }
+func (nullSession) Rcpt(string, *smtpd.RcptOptions) error { return nil }
+func (nullSession) Data(r io.Reader) error                { _, err := io.Copy(io.Discard, r); return err }
 
 func startNullSMTP(b *testing.B) string {
 	b.Helper()
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return nullSession{}, nil }))
+	srv := smtpd.NewServer(smtpd.BackendFunc(func(*smtpd.Conn) (smtpd.Session, error) { return nullSession{}, nil }))
 	srv.Domain = "localhost"
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -98,11 +98,11 @@ func BenchmarkSend(b *testing.B) {
 		})
 		b.Run("mailer/conns="+strconv.Itoa(conns), func(b *testing.B) {
 			addr := startNullSMTP(b)
-			lim, err := sender.NewLimiter(1e6, 1000) // far above what the loop reaches
+			lim, err := smtp.NewLimiter(1e6, 1000) // far above what the loop reaches
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := newMailer(b, addr, func(c *sender.MailerConfig) {
+			m := newMailer(b, addr, func(c *smtp.Config) {
 				c.Concurrency = conns
 				c.Limiter = lim
 			})

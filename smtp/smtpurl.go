@@ -1,4 +1,4 @@
-package sender
+package smtp
 
 import (
 	"errors"
@@ -90,7 +90,7 @@ func ParseSMTPURL(raw string) (SMTPConfig, error) {
 	case "smtps":
 		c.TLS = TLSImplicit
 	default:
-		return c, fmt.Errorf("%w: scheme must be smtp or smtps, got %q", ErrSMTPURL, clip(u.Scheme))
+		return c, fmt.Errorf("%w: scheme must be smtp or smtps, got %q", ErrSMTPURL, Clip(u.Scheme))
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return c, fmt.Errorf("%w: want smtp://host[:port]", ErrSMTPURL)
@@ -119,7 +119,7 @@ func ParseSMTPURL(raw string) (SMTPConfig, error) {
 	}
 	for k, v := range q {
 		if len(v) != 1 {
-			return c, fmt.Errorf("%w: parameter %q given %d times", ErrSMTPURL, clip(k), len(v))
+			return c, fmt.Errorf("%w: parameter %q given %d times", ErrSMTPURL, Clip(k), len(v))
 		}
 		switch k {
 		case "tls":
@@ -131,7 +131,7 @@ func ParseSMTPURL(raw string) (SMTPConfig, error) {
 				return c, err
 			}
 		default:
-			return c, fmt.Errorf("%w: unknown parameter %q (known: tls, auth)", ErrSMTPURL, clip(k))
+			return c, fmt.Errorf("%w: unknown parameter %q (known: tls, auth)", ErrSMTPURL, Clip(k))
 		}
 	}
 	if c.Auth != AuthNone && c.Username == "" {
@@ -157,7 +157,7 @@ func parseTLSMode(s string) (TLSMode, error) {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: tls=%q, want mandatory, opportunistic, none or implicit", ErrSMTPURL, clip(s))
+	return 0, fmt.Errorf("%w: tls=%q, want mandatory, opportunistic, none or implicit", ErrSMTPURL, Clip(s))
 }
 
 func parseAuth(s string) (AuthMethod, error) {
@@ -165,11 +165,11 @@ func parseAuth(s string) (AuthMethod, error) {
 	case AuthAuto, AuthPlain, AuthLogin, AuthCRAMMD5, AuthXOAuth2:
 		return a, nil
 	}
-	return "", fmt.Errorf("%w: auth=%q, want plain, login, cram-md5, xoauth2 or auto", ErrSMTPURL, clip(s))
+	return "", fmt.Errorf("%w: auth=%q, want plain, login, cram-md5, xoauth2 or auto", ErrSMTPURL, Clip(s))
 }
 
-// clip keeps echoed user input short and printable.
-func clip(s string) string {
+// Clip keeps echoed user input short and printable.
+func Clip(s string) string {
 	if len(s) > 32 {
 		s = s[:32] + "…"
 	}

@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // TestLimiterHoldsRateAtServer sends as fast as four connections allow
@@ -22,12 +22,12 @@ func TestLimiterHoldsRateAtServer(t *testing.T) {
 		duration = 3 * time.Second
 		workers  = 4
 	)
-	lim, err := sender.NewLimiter(r, burst)
+	lim, err := smtp.NewLimiter(r, burst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := startSMTP(t, fault{})
-	m := newMailer(t, srv.addr, func(c *sender.MailerConfig) {
+	m := newMailer(t, srv.addr, func(c *smtp.Config) {
 		c.Concurrency = workers
 		c.Limiter = lim
 	})
@@ -93,7 +93,7 @@ func TestNewLimiterValidates(t *testing.T) {
 		burst int
 		ok    bool
 	}{{10, 1, true}, {0, 0, true}, {0.5, 1, true}, {-1, 1, false}, {10, 0, false}} {
-		_, err := sender.NewLimiter(c.rate, c.burst)
+		_, err := smtp.NewLimiter(c.rate, c.burst)
 		if (err == nil) != c.ok {
 			t.Errorf("NewLimiter(%v, %d) = %v, want ok=%v", c.rate, c.burst, err, c.ok)
 		}

@@ -1,4 +1,4 @@
-package sender_test
+package smtp_test
 
 import (
 	"errors"
@@ -7,25 +7,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 var smtpURLCases = []struct {
 	in   string
-	want sender.SMTPConfig
+	want smtp.SMTPConfig
 	err  bool
 }{
-	{in: "smtp://mail.example.com", want: sender.SMTPConfig{Host: "mail.example.com", Port: 587, TLS: sender.TLSMandatory}},
-	{in: "smtp://mail.example.com:2525?tls=opportunistic", want: sender.SMTPConfig{Host: "mail.example.com", Port: 2525, TLS: sender.TLSOpportunistic}},
-	{in: "smtp://mail.example.com?tls=implicit", want: sender.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: sender.TLSImplicit}},
-	{in: "smtps://mail.example.com", want: sender.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: sender.TLSImplicit}},
-	{in: "smtp://127.0.0.1:1025?tls=none", want: sender.SMTPConfig{Host: "127.0.0.1", Port: 1025, TLS: sender.TLSNone}},
-	{in: "smtp://[::1]:25?tls=none", want: sender.SMTPConfig{Host: "::1", Port: 25, TLS: sender.TLSNone}},
-	{in: "smtp://user:p%40ss%3Aword@mail.example.com?auth=login", want: sender.SMTPConfig{Host: "mail.example.com", Port: 587, Username: "user", Password: "p@ss:word", Auth: sender.AuthLogin}},
-	{in: "smtp://apikey:secret@smtp.example.com", want: sender.SMTPConfig{Host: "smtp.example.com", Port: 587, Username: "apikey", Password: "secret", Auth: sender.AuthAuto}},
-	{in: "smtp://u:tok@h?auth=xoauth2&tls=implicit", want: sender.SMTPConfig{Host: "h", Port: 465, Username: "u", Password: "tok", Auth: sender.AuthXOAuth2, TLS: sender.TLSImplicit}},
-	{in: "smtp://u:pw@h?auth=cram-md5", want: sender.SMTPConfig{Host: "h", Port: 587, Username: "u", Password: "pw", Auth: sender.AuthCRAMMD5}},
-	{in: "smtp://u@h?auth=plain", want: sender.SMTPConfig{Host: "h", Port: 587, Username: "u", Auth: sender.AuthPlain}},
+	{in: "smtp://mail.example.com", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 587, TLS: smtp.TLSMandatory}},
+	{in: "smtp://mail.example.com:2525?tls=opportunistic", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 2525, TLS: smtp.TLSOpportunistic}},
+	{in: "smtp://mail.example.com?tls=implicit", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
+	{in: "smtps://mail.example.com", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
+	{in: "smtp://127.0.0.1:1025?tls=none", want: smtp.SMTPConfig{Host: "127.0.0.1", Port: 1025, TLS: smtp.TLSNone}},
+	{in: "smtp://[::1]:25?tls=none", want: smtp.SMTPConfig{Host: "::1", Port: 25, TLS: smtp.TLSNone}},
+	{in: "smtp://user:p%40ss%3Aword@mail.example.com?auth=login", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 587, Username: "user", Password: "p@ss:word", Auth: smtp.AuthLogin}},
+	{in: "smtp://apikey:secret@smtp.example.com", want: smtp.SMTPConfig{Host: "smtp.example.com", Port: 587, Username: "apikey", Password: "secret", Auth: smtp.AuthAuto}},
+	{in: "smtp://u:tok@h?auth=xoauth2&tls=implicit", want: smtp.SMTPConfig{Host: "h", Port: 465, Username: "u", Password: "tok", Auth: smtp.AuthXOAuth2, TLS: smtp.TLSImplicit}},
+	{in: "smtp://u:pw@h?auth=cram-md5", want: smtp.SMTPConfig{Host: "h", Port: 587, Username: "u", Password: "pw", Auth: smtp.AuthCRAMMD5}},
+	{in: "smtp://u@h?auth=plain", want: smtp.SMTPConfig{Host: "h", Port: 587, Username: "u", Auth: smtp.AuthPlain}},
 	{in: "", err: true},
 	{in: "mail.example.com", err: true},
 	{in: "http://mail.example.com", err: true},
@@ -48,9 +48,9 @@ var smtpURLCases = []struct {
 func TestParseSMTPURL(t *testing.T) {
 	t.Parallel()
 	for _, c := range smtpURLCases {
-		got, err := sender.ParseSMTPURL(c.in)
+		got, err := smtp.ParseSMTPURL(c.in)
 		if c.err {
-			if !errors.Is(err, sender.ErrSMTPURL) {
+			if !errors.Is(err, smtp.ErrSMTPURL) {
 				t.Errorf("ParseSMTPURL(%q) = %+v, %v; want ErrSMTPURL", c.in, got, err)
 			}
 			continue
@@ -63,7 +63,7 @@ func TestParseSMTPURL(t *testing.T) {
 
 func TestSMTPConfigNeverPrintsPassword(t *testing.T) {
 	t.Parallel()
-	c, err := sender.ParseSMTPURL("smtp://user:hunter2hunter2@mail.example.com?auth=plain")
+	c, err := smtp.ParseSMTPURL("smtp://user:hunter2hunter2@mail.example.com?auth=plain")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +87,12 @@ func FuzzParseSMTPURL(f *testing.F) {
 		f.Add(c.in, "s3cretpass")
 	}
 	f.Fuzz(func(t *testing.T, in, pass string) {
-		c, err := sender.ParseSMTPURL(in)
+		c, err := smtp.ParseSMTPURL(in)
 		if err == nil {
 			if c.Host == "" || c.Port < 1 || c.Port > 65535 {
 				t.Fatalf("accepted %q as %#v", in, c)
 			}
-			back, err := sender.ParseSMTPURL(c.String())
+			back, err := smtp.ParseSMTPURL(c.String())
 			if err != nil {
 				t.Fatalf("String() of %q = %q does not parse: %v", in, c.String(), err)
 			}
@@ -106,7 +106,7 @@ func FuzzParseSMTPURL(f *testing.F) {
 			return
 		}
 		withPass := "smtp://user:" + pass + "@" + strings.TrimPrefix(in, "smtp://")
-		_, err = sender.ParseSMTPURL(withPass)
+		_, err = smtp.ParseSMTPURL(withPass)
 		if err != nil && strings.Contains(err.Error(), pass) && !strings.Contains(in, pass) {
 			t.Fatalf("error %q shows the password %q", err, pass)
 		}

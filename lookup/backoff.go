@@ -1,4 +1,4 @@
-package sender
+package lookup
 
 import (
 	"math/rand/v2"

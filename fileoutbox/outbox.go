@@ -1,4 +1,9 @@
-package sender
+// Package fileoutbox is the embedded mail provider: a directory of .eml
+// files, one per digest key, written the way package smtp renders them. It
+// is a digest.Mailer and, since it holds what it "sent", its own
+// digest.Lookup. (The package is not called outbox: ./outbox is the
+// default outbox directory, ignored by git and Docker.)
+package fileoutbox
 
 import (
 	"bufio"
@@ -12,17 +17,18 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/smtp"
 )
 
-// DefaultOutboxDir is the outbox directory when none is configured.
-const DefaultOutboxDir = "outbox"
+// DefaultDir is the outbox directory when none is configured.
+const DefaultDir = "outbox"
 
-// OutboxConfig configures an Outbox.
-type OutboxConfig struct {
+// Config configures an Outbox.
+type Config struct {
 	// Dir holds one .eml file per key; created if missing. Default
-	// DefaultOutboxDir (relative to the working directory).
+	// DefaultDir (relative to the working directory).
 	Dir string
-	// From and ListUnsubscribe are as in MailerConfig.
+	// From and ListUnsubscribe are as in smtp.Config.
 	From            digest.Address
 	ListUnsubscribe string
 	// Now stamps the Date header. Default time.Now.
@@ -37,7 +43,7 @@ type OutboxConfig struct {
 // key keeps the one file), and the directory synced.
 type Outbox struct {
 	dir string
-	env envelope
+	env smtp.Envelope
 	now func() time.Time
 }
 
@@ -46,14 +52,14 @@ var (
 	_ digest.Lookup = (*Outbox)(nil)
 )
 
-// NewOutbox validates cfg and creates the directory.
-func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
-	env, err := newEnvelope(cfg.From, cfg.ListUnsubscribe)
+// New validates cfg and creates the directory.
+func New(cfg Config) (*Outbox, error) {
+	env, err := smtp.NewEnvelope(cfg.From, cfg.ListUnsubscribe)
 	if err != nil {
 		return nil, fmt.Errorf("outbox config: %w", err)
 	}
 	if cfg.Dir == "" {
-		cfg.Dir = DefaultOutboxDir
+		cfg.Dir = DefaultDir
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -73,7 +79,7 @@ func (o *Outbox) Dir() string { return o.dir }
 
 // Send writes m to the outbox and returns its file name as the reference.
 func (o *Outbox) Send(ctx context.Context, m *digest.Message) (string, error) {
-	msg, err := o.env.build(m, o.now())
+	msg, err := o.env.Render(m, o.now())
 	if err != nil {
 		return "", err
 	}
@@ -90,11 +96,7 @@ func (o *Outbox) Send(ctx context.Context, m *digest.Message) (string, error) {
 		return "", temporary(fmt.Errorf("outbox: %w", err))
 	}
 	defer os.Remove(tmp.Name()) // after the link, or on failure
-	w := bufio.NewWriter(tmp)
-	_, err = msg.WriteTo(w)
-	if err == nil {
-		err = w.Flush()
-	}
+	_, err = tmp.Write(msg)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -148,10 +150,15 @@ func (o *Outbox) Lookup(ctx context.Context, key digest.Key) (string, bool, erro
 	if err != nil {
 		return "", false, fmt.Errorf("outbox lookup %s: not a complete message: %w", name, err)
 	}
-	if got := msg.Header.Get(HeaderKey); got != string(key) {
-		return "", false, fmt.Errorf("outbox lookup %s: %s is %q, want %q", name, HeaderKey, got, key)
+	if got := msg.Header.Get(smtp.HeaderKey); got != string(key) {
+		return "", false, fmt.Errorf("outbox lookup %s: %s is %q, want %q", name, smtp.HeaderKey, got, key)
 	}
 	return name, true, nil
+}
+
+// temporary wraps err as a temporary failure.
+func temporary(err error) error {
+	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
 }
 
 // Close does nothing; an Outbox holds no open files between calls.

@@ -1,4 +1,4 @@
-package sender
+package smtp
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 )
 
-// Defaults for MailerConfig.
+// Defaults for Config.
 const (
 	DefaultConcurrency = 4
 	// DefaultTimeout bounds dialling and, separately, one message's
@@ -31,9 +31,9 @@ const (
 // ErrClosed is returned by Send after Close.
 var ErrClosed = errors.New("mailer is closed")
 
-// MailerConfig configures an SMTPMailer. The zero value of each optional
+// Config configures an Mailer. The zero value of each optional
 // field means its default.
-type MailerConfig struct {
+type Config struct {
 	// SMTP says where to connect (see ParseSMTPURL). Required.
 	SMTP SMTPConfig
 	// Password, when set, replaces SMTP.Password: the content of
@@ -69,11 +69,11 @@ type MailerConfig struct {
 	Now func() time.Time
 }
 
-// SMTPMailer sends digests over a small pool of persistent SMTP
+// Mailer sends digests over a small pool of persistent SMTP
 // connections. It is a digest.Mailer; Send is safe for concurrent use.
-type SMTPMailer struct {
+type Mailer struct {
 	client  *gomail.Client
-	env     envelope
+	env     Envelope
 	limiter *rate.Limiter
 	log     *slog.Logger
 	now     func() time.Time
@@ -85,7 +85,7 @@ type SMTPMailer struct {
 	closeOnce sync.Once
 }
 
-var _ digest.Mailer = (*SMTPMailer)(nil)
+var _ digest.Mailer = (*Mailer)(nil)
 
 // conn is one pooled connection; smtp is nil until dialled and after an
 // error, when the next Send dials again.
@@ -94,10 +94,10 @@ type conn struct {
 	raw  *leaseConn
 }
 
-// NewSMTPMailer validates cfg and returns a mailer. It does not connect:
+// NewMailer validates cfg and returns a mailer. It does not connect:
 // each connection is made on first use and again after any error.
-func NewSMTPMailer(cfg MailerConfig) (*SMTPMailer, error) {
-	env, err := newEnvelope(cfg.From, cfg.ListUnsubscribe)
+func NewMailer(cfg Config) (*Mailer, error) {
+	env, err := NewEnvelope(cfg.From, cfg.ListUnsubscribe)
 	if err != nil {
 		return nil, fmt.Errorf("mailer config: %w", err)
 	}
@@ -134,7 +134,7 @@ func NewSMTPMailer(cfg MailerConfig) (*SMTPMailer, error) {
 		// go-mail's option errors name values, never the password.
 		return nil, fmt.Errorf("mailer config: %w", err)
 	}
-	m := &SMTPMailer{
+	m := &Mailer{
 		client:  client,
 		env:     env,
 		limiter: cfg.Limiter,
@@ -154,9 +154,9 @@ func NewSMTPMailer(cfg MailerConfig) (*SMTPMailer, error) {
 // WorstCase is the longest one Send can take once it has its token: a
 // dial and a message exchange, each bounded by the timeout. A claim's
 // lease must leave at least this much when the send starts.
-func (m *SMTPMailer) WorstCase() time.Duration { return 2 * m.timeout }
+func (m *Mailer) WorstCase() time.Duration { return 2 * m.timeout }
 
-// WorstCase is SMTPMailer.WorstCase for a configured timeout (0: the
+// WorstCase is Mailer.WorstCase for a configured timeout (0: the
 // default), for checking a lease before any mailer exists.
 func WorstCase(timeout time.Duration) time.Duration {
 	if timeout == 0 {
@@ -174,7 +174,7 @@ type dialState struct {
 
 type rawConnKey struct{}
 
-func clientOptions(cfg MailerConfig, tlsConfig *tls.Config) []gomail.Option {
+func clientOptions(cfg Config, tlsConfig *tls.Config) []gomail.Option {
 	s := cfg.SMTP
 	policy := gomail.TLSMandatory
 	switch s.TLS {
@@ -234,7 +234,7 @@ func clientOptions(cfg MailerConfig, tlsConfig *tls.Config) []gomail.Option {
 // to the end of DATA (e.g. "2.0.0 Ok: queued as 4F2A1") as the reference,
 // or the Message-ID when the server said nothing more. Errors are
 // *digest.SendError; see classifySMTP for the classes.
-func (m *SMTPMailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
+func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
 	msg, err := m.env.build(dm, m.now())
 	if err != nil {
 		return "", err
@@ -272,7 +272,7 @@ func (m *SMTPMailer) Send(ctx context.Context, dm *digest.Message) (string, erro
 	return m.sendOn(ctx, c, msg)
 }
 
-func (m *SMTPMailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
+func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return "", temporary(err)
@@ -314,7 +314,7 @@ func (m *SMTPMailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (stri
 	}
 }
 
-func (m *SMTPMailer) dial(ctx context.Context, c *conn) error {
+func (m *Mailer) dial(ctx context.Context, c *conn) error {
 	var raw *leaseConn
 	deadline, _ := ctx.Deadline()
 	client, err := m.client.DialToSMTPClientWithContext(context.WithValue(ctx, rawConnKey{}, dialState{raw: &raw, deadline: deadline}))
@@ -329,7 +329,7 @@ func (m *SMTPMailer) dial(ctx context.Context, c *conn) error {
 }
 
 // drop closes a connection in an unknown state without QUIT.
-func (m *SMTPMailer) drop(c *conn) {
+func (m *Mailer) drop(c *conn) {
 	if c.raw != nil {
 		_ = c.raw.Close()
 	}
@@ -337,7 +337,7 @@ func (m *SMTPMailer) drop(c *conn) {
 }
 
 func reference(msg *gomail.Msg) string {
-	ref := headerText(msg.ServerResponse())
+	ref := HeaderText(msg.ServerResponse())
 	if ref == "" {
 		ref = msg.GetMessageID()
 	}
@@ -349,7 +349,7 @@ func reference(msg *gomail.Msg) string {
 
 // Close waits for sends in flight, then says QUIT on every connection.
 // Later Sends fail with ErrClosed (temporary).
-func (m *SMTPMailer) Close() error {
+func (m *Mailer) Close() error {
 	var errs []error
 	m.closeOnce.Do(func() {
 		close(m.done)

@@ -29,6 +29,18 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Now is the clock: the default week, a run's deadline and clock, the
+	// time a prune counts back from, a preview's Date. Nil: time.Now.
+	// (The cron of "digest schedule" fires on the real clock.)
+	Now func() time.Time
+}
+
+// now reads the environment's clock.
+func (e *Env) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
 }
 
 // usageError is a mistake in the command line or configuration: exit 2.

@@ -50,7 +50,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	wv, err := openWeekView(ctx, st, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = smtp.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), time.Now())
+		err = smtp.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), env.now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -109,8 +109,8 @@ type weekView struct {
 
 // openWeekView resolves the week the way a run does: at the pinned as_of,
 // zone and key id when a run has pinned it, else at now in DIGEST_TZ.
-func openWeekView(ctx context.Context, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
-	w, err := weekOrPrevious(st, week)
+func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
+	w, err := weekOrPrevious(env, st, week)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func openWeekView(ctx context.Context, st *settings, week, snap string, log *slo
 	}
 	wv := &weekView{
 		spec: digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
-		asOf: time.Now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
+		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
 	var store ledger.Store
 	if st.str("DIGEST_DATABASE_URL") != "" || fileExists(st.str("DIGEST_LEDGER_PATH")) {

@@ -103,7 +103,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("--deadline %s: want 0 or a positive duration", *deadline)
 	}
 	if *deadline > 0 {
-		cfg.Deadline = time.Now().Add(*deadline)
+		cfg.Deadline = env.now().Add(*deadline)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
@@ -113,7 +113,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	// Every mailer setting given is checked in every mode: a dry run that
 	// passes says the real run's configuration is sound.
-	ms, err := readMailer(st, cfg.Concurrency, log)
+	ms, err := readMailer(env, st, cfg.Concurrency, log)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
-	recordRun(ctx, st, log, store, r, &cfg, sum, err)
+	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	return err
 }
 
@@ -178,7 +178,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
-	w := digest.PreviousWeekOf(time.Now(), loc)
+	w := digest.PreviousWeekOf(env.now(), loc)
 	if week != "" {
 		if w, err = digest.ParseISOWeek(week); err != nil {
 			return cfg, usagef("--week: %v", err)
@@ -218,6 +218,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		Rate:          rate,
 		Concurrency:   conc,
 		RunID:         newRunID(),
+		Now:           env.Now, // nil: time.Now
 	}
 	if cohort >= 0 {
 		if mode != string(digest.ModeEnforce) {

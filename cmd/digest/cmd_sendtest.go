@@ -42,11 +42,11 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 		return usagef("--sample %d: want 1 to 100", *sample)
 	}
 	log := newLogger(env, st)
-	ms, err := readMailer(st, 1, log)
+	ms, err := readMailer(env, st, 1, log)
 	if err != nil {
 		return err
 	}
-	wv, err := openWeekView(ctx, st, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func cmdWeek(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	day := time.Now().In(loc)
+	day := env.now().In(loc)
 	if len(pos) == 1 {
 		day, err = time.ParseInLocation(time.DateOnly, pos[0], loc)
 		if err != nil {

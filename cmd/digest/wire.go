@@ -85,7 +85,8 @@ type mailerSettings struct {
 
 // readMailer reads every mailer setting given, whichever mailer they
 // select: a rate that is not a number is an error with the outbox too.
-func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings, error) {
+// Both mailers date their messages by env's clock.
+func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mailerSettings, error) {
 	var ms mailerSettings
 	from, err := fromAddress(st)
 	if err != nil {
@@ -113,7 +114,7 @@ func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")}
+	ms.outbox = fileoutbox.Config{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"), Now: env.Now}
 	raw := st.str("DIGEST_SMTP_URL")
 	if raw == "" {
 		return ms, nil
@@ -128,7 +129,7 @@ func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings
 	}
 	ms.smtp = &smtp.Config{
 		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
-		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log,
+		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log, Now: env.Now,
 	}
 	// Builds and drops a client: go-mail validates its options here.
 	m, err := smtp.NewMailer(*ms.smtp)

@@ -265,18 +265,6 @@ func settingKind(s setting) string {
 	return "string"
 }
 
-// registerOnly adds the flags of the named settings to fs, for commands
-// that use a few settings of a group and must not list the others.
-func registerOnly(fs *flag.FlagSet, env *Env, names ...string) *settings {
-	s := register(flag.NewFlagSet("", flag.ContinueOnError), env)
-	for _, st := range settingsTable {
-		if slices.Contains(names, st.env) && st.flag != "" {
-			fs.Var(&settingValue{p: s.vals[st.env], kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
-		}
-	}
-	return s
-}
-
 // parse parses flags and positional arguments in any order
 // ("digest week 2026-12-31 --tz Europe/Berlin" works). It returns the
 // positional arguments, then everything after the first "--" unchanged.

@@ -34,10 +34,10 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	if err := checkDatabaseURL(st.str("DIGEST_DATABASE_URL")); err != nil {
+	if err := checkDatabaseURL(st.DatabaseURL); err != nil {
 		return err
 	}
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

@@ -84,7 +84,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = smtp.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), env.now())
+		err = smtp.WriteMessage(f, found, from, st.ListUnsubscribe, env.now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -118,7 +118,7 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 	if err != nil {
 		return nil, err
 	}
-	if snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+	if snap == "" && st.DatabaseURL == "" {
 		return nil, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
 	keys, err := loadKeyring(st, log)
@@ -134,11 +134,11 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 		return nil, err
 	}
 	wv := &weekView{
-		spec: digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
 		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
 	var store ledger.Store
-	if st.str("DIGEST_DATABASE_URL") != "" || fileExists(st.str("DIGEST_LEDGER_PATH")) {
+	if st.DatabaseURL != "" || fileExists(st.LedgerPath) {
 		if store, err = openLedger(ctx, st, log); err != nil {
 			return nil, err
 		}

@@ -108,7 +108,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if *snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+	if *snap == "" && st.DatabaseURL == "" {
 		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
 	// Every mailer setting given is checked in every mode: a dry run that
@@ -184,21 +184,21 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 			return cfg, usagef("--week: %v", err)
 		}
 	}
-	lease, err := st.duration("DIGEST_LEASE")
+	lease, err := st.duration(&st.Lease)
 	if err != nil {
 		return cfg, err
 	}
-	conc, err := st.positiveInt("DIGEST_CONCURRENCY", 256)
+	conc, err := st.positiveInt(&st.Concurrency, 256)
 	if err != nil {
 		return cfg, err
 	}
-	rate, err := st.positiveFloat("DIGEST_RATE")
+	rate, err := st.positiveFloat(&st.Rate)
 	if err != nil {
 		return cfg, err
 	}
 	var worst time.Duration // the file outbox has no network to wait for
-	if st.str("DIGEST_SMTP_URL") != "" {
-		timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+	if st.SMTPURL != "" {
+		timeout, err := st.duration(&st.SMTPTimeout)
 		if err != nil {
 			return cfg, err
 		}
@@ -209,7 +209,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		return cfg, err
 	}
 	cfg = digest.RunConfig{
-		Spec:          digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		Spec:          digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
 		Mode:          digest.Mode(mode),
 		Shard:         sh,
 		Ambiguous:     digest.AmbiguousPolicy(ambiguous),
@@ -266,7 +266,7 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 	if pg, ok := store.(*ledger.Postgres); ok {
 		return snapshot.NewPostgres(pg.Pool(), 0), func() {}, nil
 	}
-	pool, err := pgxpool.New(ctx, st.str("DIGEST_DATABASE_URL"))
+	pool, err := pgxpool.New(ctx, st.DatabaseURL)
 	if err != nil {
 		return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
 	}

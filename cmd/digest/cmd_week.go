@@ -23,7 +23,8 @@ Examples:
 
 func cmdWeek(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "week", weekHelp)
-	st := registerOnly(fs, env, "DIGEST_TZ")
+	st := register(fs, env)
+	st.flags(fs, &st.TZ)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Con
 // A metrics failure is logged and never changes the run's exit code.
 func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, r *digest.Runner, cfg *digest.RunConfig, sum digest.Summary, runErr error) {
 	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
-	url := st.str("DIGEST_PUSHGATEWAY_URL")
+	url := st.PushgatewayURL
 	if !scheduled && url == "" {
 		return
 	}
@@ -61,7 +61,7 @@ func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, st
 
 // recordPrune pushes a prune's count to DIGEST_PUSHGATEWAY_URL when set.
 func recordPrune(ctx context.Context, env *Env, st *settings, log *slog.Logger, pruned int64) {
-	url := st.str("DIGEST_PUSHGATEWAY_URL")
+	url := st.PushgatewayURL
 	if url == "" {
 		return
 	}
@@ -132,7 +132,7 @@ func newScheduleRegistry() *metrics.Registry { return metrics.New().WithRuntime(
 // returns a context that makes the runs started with it record there.
 func startScheduleMetrics(ctx context.Context, st *settings, log *slog.Logger) (context.Context, func(), error) {
 	reg := newScheduleRegistry()
-	_, stop, err := serveMetrics(ctx, st.str("DIGEST_METRICS_ADDR"), reg, log)
+	_, stop, err := serveMetrics(ctx, st.MetricsAddr, reg, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ import (
 // the embedded SQLite file (PostgreSQL is migrated by "digest migrate", a
 // separate step with its own grants).
 func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Store, error) {
-	cfg := ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log}
+	cfg := ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log}
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -66,9 +66,9 @@ func checkDatabaseURL(raw string) error {
 }
 
 func fromAddress(st *settings) (digest.Address, error) {
-	a, err := mail.ParseAddress(st.str("DIGEST_FROM"))
+	a, err := mail.ParseAddress(st.From)
 	if err != nil {
-		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", st.str("DIGEST_FROM"))
+		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", st.From)
 	}
 	return digest.Address{Name: a.Name, Email: a.Address}, nil
 }
@@ -95,12 +95,12 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 	if ms.lookup, err = openLookup(st); err != nil {
 		return ms, err
 	}
-	ms.lookupURL = redactURL(st.str("DIGEST_LOOKUP_URL"))
-	rate, err := st.positiveFloat("DIGEST_RATE")
+	ms.lookupURL = redactURL(st.LookupURL)
+	rate, err := st.positiveFloat(&st.Rate)
 	if err != nil {
 		return ms, err
 	}
-	burst, err := st.positiveInt("DIGEST_BURST", 100000)
+	burst, err := st.positiveInt(&st.Burst, 100000)
 	if err != nil {
 		return ms, err
 	}
@@ -109,13 +109,13 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 		return ms, usagef("%v", err)
 	}
 	var password string
-	if f := st.str("DIGEST_SMTP_PASSWORD_FILE"); f != "" {
+	if f := st.SMTPPasswordFile; f != "" {
 		if password, err = smtp.ReadSecretFile(f); err != nil {
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"), Now: env.Now}
-	raw := st.str("DIGEST_SMTP_URL")
+	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
+	raw := st.SMTPURL
 	if raw == "" {
 		return ms, nil
 	}
@@ -123,12 +123,12 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 	if err != nil {
 		return ms, usagef("DIGEST_SMTP_URL: %v", err)
 	}
-	timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+	timeout, err := st.duration(&st.SMTPTimeout)
 	if err != nil {
 		return ms, err
 	}
 	ms.smtp = &smtp.Config{
-		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
+		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.ListUnsubscribe,
 		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log, Now: env.Now,
 	}
 	// Builds and drops a client: go-mail validates its options here.
@@ -179,7 +179,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 
 // noMailer refuses the default outbox with a PostgreSQL ledger.
 func noMailer(st *settings, ms mailerSettings) error {
-	if ms.smtp == nil && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
+	if ms.smtp == nil && st.DatabaseURL != "" && !st.explicit(&st.OutboxDir) {
 		return usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
 	}
 	return nil
@@ -242,9 +242,9 @@ func redactURL(raw string) string {
 
 // describeLedger names the ledger for the log, without secrets.
 func describeLedger(st *settings) string {
-	raw := st.str("DIGEST_DATABASE_URL")
+	raw := st.DatabaseURL
 	if raw == "" {
-		return "sqlite " + st.str("DIGEST_LEDGER_PATH")
+		return "sqlite " + st.LedgerPath
 	}
 	cfg, err := pgconn.ParseConfig(raw)
 	if err != nil {
@@ -254,15 +254,15 @@ func describeLedger(st *settings) string {
 }
 
 func openLookup(st *settings) (digest.Lookup, error) {
-	token := st.str("DIGEST_POSTMARK_TOKEN")
-	if f := st.str("DIGEST_POSTMARK_TOKEN_FILE"); f != "" {
+	token := st.PostmarkToken
+	if f := st.PostmarkTokenFile; f != "" {
 		t, err := smtp.ReadSecretFile(f)
 		if err != nil {
 			return nil, usagef("DIGEST_POSTMARK_TOKEN_FILE: %v", err)
 		}
 		token = t
 	}
-	l, err := lookup.ParseURL(st.str("DIGEST_LOOKUP_URL"), lookup.Config{PostmarkToken: token})
+	l, err := lookup.ParseURL(st.LookupURL, lookup.Config{PostmarkToken: token})
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}

@@ -27,6 +27,7 @@ COPY internal ./internal
 COPY ledger ./ledger
 COPY lookup ./lookup
 COPY migrations ./migrations
+COPY run ./run
 COPY smtp ./smtp
 COPY snapshot ./snapshot
 COPY templates ./templates

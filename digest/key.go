@@ -293,9 +293,9 @@ func (kr *Keyring) Derive(label string) []DerivedKey {
 	return out
 }
 
-// redactAddress replaces email in s (an SMTP reply often repeats the
+// RedactAddress replaces email in s (an SMTP reply often repeats the
 // recipient's address), in any case, with "<address>".
-func redactAddress(s, email string) string {
+func RedactAddress(s, email string) string {
 	if email == "" {
 		return s
 	}

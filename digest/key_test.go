@@ -326,8 +326,8 @@ func TestRedactAddress(t *testing.T) {
 		{"ünïcode ada@example.com", "ada@example.com", "ünïcode <address>"},
 		{"x", "", "x"},
 	} {
-		if got := redactAddress(tt.s, tt.email); got != tt.want {
-			t.Errorf("redactAddress(%q, %q) = %q, want %q", tt.s, tt.email, got, tt.want)
+		if got := RedactAddress(tt.s, tt.email); got != tt.want {
+			t.Errorf("RedactAddress(%q, %q) = %q, want %q", tt.s, tt.email, got, tt.want)
 		}
 	}
 }

@@ -23,13 +23,19 @@ type Message struct {
 	Text    string
 	HTML    string
 	// Unsubscribe is the recipient's own unsubscribe URI (https: for a
-	// one-click List-Unsubscribe, or mailto:), or "" (Runner.Unsubscribe).
+	// one-click List-Unsubscribe, or mailto:), or "" (run.Runner.Unsubscribe).
 	Unsubscribe string
 	// Test marks a test send ("digest send-test"): the mailers prefix the
 	// subject with "[TEST] " and add the header X-Digest-Test: 1. Its Key
 	// is a TestKey, outside every receipt.
 	Test bool
 }
+
+// ErrNoTime is wrapped by a Mailer's temporary error when it did not start
+// a send because the claim's lease (the context's deadline) would end
+// before the send could: nothing reached the provider, and the claim is
+// given back unsent.
+var ErrNoTime = errors.New("not sent: the claim's lease would end before the send could")
 
 // Mailer hands messages to a provider. Send returns the provider's reference
 // for an accepted message, or an error that ClassOf classifies.

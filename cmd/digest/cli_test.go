@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 // testEnv runs Main in-process with the given environment.
@@ -164,19 +165,19 @@ func TestRunExitCodes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		sum  digest.Summary
+		sum  run.Summary
 		err  error
 		want int
 	}{
-		{"complete", digest.Summary{Sent: 3}, nil, ExitOK},
-		{"failed permanently is settled", digest.Summary{Failed: 1}, nil, ExitOK},
-		{"pending", digest.Summary{Pending: 2}, nil, ExitIncomplete},
-		{"interrupted", digest.Summary{Interrupted: true}, nil, ExitIncomplete},
-		{"held", digest.Summary{Held: 1, Pending: 1}, nil, ExitReview},
-		{"quarantined", digest.Summary{Quarantined: 1}, nil, ExitReview},
-		{"invalid rows", digest.Summary{Invalid: 1, Held: 1}, nil, ExitFailure},
-		{"ledger down", digest.Summary{}, errors.New("claim: connection refused"), ExitFailure},
-		{"config", digest.Summary{}, digest.ErrConfig, ExitUsage},
+		{"complete", run.Summary{Sent: 3}, nil, ExitOK},
+		{"failed permanently is settled", run.Summary{Failed: 1}, nil, ExitOK},
+		{"pending", run.Summary{Pending: 2}, nil, ExitIncomplete},
+		{"interrupted", run.Summary{Interrupted: true}, nil, ExitIncomplete},
+		{"held", run.Summary{Held: 1, Pending: 1}, nil, ExitReview},
+		{"quarantined", run.Summary{Quarantined: 1}, nil, ExitReview},
+		{"invalid rows", run.Summary{Invalid: 1, Held: 1}, nil, ExitFailure},
+		{"ledger down", run.Summary{}, errors.New("claim: connection refused"), ExitFailure},
+		{"config", run.Summary{}, run.ErrConfig, ExitUsage},
 	} {
 		var out bytes.Buffer
 		if got := exitCode(&Env{Stderr: &out}, "run", runExit(tc.sum, tc.err)); got != tc.want {

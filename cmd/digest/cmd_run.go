@@ -13,6 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -141,11 +142,11 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer closeSource()
 
-	r := &digest.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	r := &run.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
 	r.Unsubscribe = unsubscribeURI
 	var checks []checkResult
 	var checkErr error
-	if cfg.Mode == digest.ModeEnforce {
+	if cfg.Mode == run.ModeEnforce {
 		m, lookup, err := openMailer(st, ms)
 		if err != nil {
 			return err
@@ -171,9 +172,9 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	return err
 }
 
-// runConfig turns settings and flags into a RunConfig.
-func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (digest.RunConfig, error) {
-	var cfg digest.RunConfig
+// runConfig turns settings and flags into a run.Config.
+func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (run.Config, error) {
+	var cfg run.Config
 	loc, err := st.location()
 	if err != nil {
 		return cfg, err
@@ -208,11 +209,11 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
-	cfg = digest.RunConfig{
+	cfg = run.Config{
 		Spec:          digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		Mode:          digest.Mode(mode),
+		Mode:          run.Mode(mode),
 		Shard:         sh,
-		Ambiguous:     digest.AmbiguousPolicy(ambiguous),
+		Ambiguous:     run.AmbiguousPolicy(ambiguous),
 		Lease:         lease,
 		SendWorstCase: worst,
 		Rate:          rate,
@@ -221,7 +222,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		Now:           env.Now, // nil: time.Now
 	}
 	if cohort >= 0 {
-		if mode != string(digest.ModeEnforce) {
+		if mode != string(run.ModeEnforce) {
 			return cfg, usagef("--cohort goes with --mode enforce (the rest of the customers are observed)")
 		}
 		cfg.EnforcePercent = &cohort
@@ -276,8 +277,8 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 // runExit maps a run's result to the documented exit codes. A failure
 // outranks a review, which outranks an incomplete run: the next scheduled
 // run finishes an incomplete week by itself, a review needs a person.
-func runExit(sum digest.Summary, err error) error {
-	var pruned *digest.PrunedWeekError
+func runExit(sum run.Summary, err error) error {
+	var pruned *run.PrunedWeekError
 	switch {
 	case errors.As(err, &pruned):
 		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
@@ -302,7 +303,7 @@ func runExit(sum digest.Summary, err error) error {
 // sentInWeek returns a function that counts the week's sent receipts in
 // the ledger, for the "nothing to send" line: a run's own counters cover
 // one shard, and count a digest once per pass that met it.
-func sentInWeek(ctx context.Context, store ledger.Store, cfg *digest.RunConfig, log *slog.Logger) func() (int64, bool) {
+func sentInWeek(ctx context.Context, store ledger.Store, cfg *run.Config, log *slog.Logger) func() (int64, bool) {
 	return func() (int64, bool) {
 		c, err := store.Counts(context.WithoutCancel(ctx), cfg.Spec.Week)
 		if err != nil {
@@ -314,10 +315,10 @@ func sentInWeek(ctx context.Context, store ledger.Store, cfg *digest.RunConfig, 
 }
 
 // report logs the summary and, on a terminal, prints it as a table.
-func report(env *Env, log *slog.Logger, cfg *digest.RunConfig, sum digest.Summary, sent func() (int64, bool), checks []checkResult) {
+func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent func() (int64, bool), checks []checkResult) {
 	msg := "run finished"
 	switch {
-	case cfg.Mode == digest.ModeObserve:
+	case cfg.Mode == run.ModeObserve:
 		msg = "observe run finished: nothing sent, no receipt changed"
 	case sum.Sent == 0 && sum.Reconciled == 0 && sum.Duplicates > 0 && sum.Pending == 0 && !sum.NeedsReview():
 		msg = fmt.Sprintf("nothing to send: all digests of %s were already sent", cfg.Spec.Week)

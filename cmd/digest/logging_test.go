@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 // Durations are logged as Go duration strings, in groups too: slog's JSON
@@ -36,8 +36,8 @@ func TestLoggerPrintsDurationsAsStrings(t *testing.T) {
 // both modes, and shows the dry run's checks.
 func TestSummaryTableNamesLikeTheLog(t *testing.T) {
 	t.Parallel()
-	cfg := &digest.RunConfig{Mode: digest.ModeEnforce}
-	for _, s := range []digest.Summary{
+	cfg := &run.Config{Mode: run.ModeEnforce}
+	for _, s := range []run.Summary{
 		{Duplicates: 2, DuplicateAges: [4]int{2}},
 		{Observed: 3, Repeats: [4]int{1}},
 	} {

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/metrics"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 )
 
 // pushTimeout bounds what the end of a run spends on metrics (reading the
@@ -31,7 +31,7 @@ func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Con
 // recordRun records a finished run (normal end, deadline or SIGTERM) in
 // the schedule's registry, or pushes it to DIGEST_PUSHGATEWAY_URL when set.
 // A metrics failure is logged and never changes the run's exit code.
-func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, r *digest.Runner, cfg *digest.RunConfig, sum digest.Summary, runErr error) {
+func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
 	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
 	url := st.PushgatewayURL
 	if !scheduled && url == "" {

@@ -5,12 +5,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 // startProgress draws a one-line progress display on stderr when it is a
 // terminal, and returns the function that stops it.
-func startProgress(env *Env, r *digest.Runner) func() {
+func startProgress(env *Env, r *run.Runner) func() {
 	if !isTerminal(env.Stderr) {
 		return func() {}
 	}
@@ -37,7 +37,7 @@ func startProgress(env *Env, r *digest.Runner) func() {
 }
 
 // printSummary writes the run's summary as a table.
-func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline string, checks ...checkResult) {
+func printSummary(env *Env, cfg *run.Config, s run.Summary, headline string, checks ...checkResult) {
 	w := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(env.Stdout, "%s\n%s %s %s, mode %s, shard %s\n", headline, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, cfg.Mode, cfg.Shard)
 	row := func(name string, v any) { fmt.Fprintf(w, "%v\t  %s\n", v, name) }
@@ -62,7 +62,7 @@ func printSummary(env *Env, cfg *digest.RunConfig, s digest.Summary, headline st
 	}
 	if s.Observed > 0 || s.Duplicates > 0 {
 		for i, n := range s.RepeatAges() {
-			row("repeat_"+digest.AgeBucketNames[i], n)
+			row("repeat_"+run.AgeBucketNames[i], n)
 		}
 	}
 	for _, c := range checks {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 const testUnsubKeys = "u1:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
@@ -74,7 +75,7 @@ func TestKeyAddressPrintsTheAddressKey(t *testing.T) {
 func TestSummaryTableCountsSuppressed(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	printSummary(&Env{Stdout: &out}, &digest.RunConfig{}, digest.Summary{Suppressed: 7}, "run finished")
+	printSummary(&Env{Stdout: &out}, &run.Config{}, run.Summary{Suppressed: 7}, "run finished")
 	if !strings.Contains(out.String(), "7  suppressed (unsubscribed)") {
 		t.Errorf("table lacks the suppressed row:\n%s", out.String())
 	}

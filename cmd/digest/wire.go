@@ -21,6 +21,7 @@ import (
 	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/smtp"
 )
 
@@ -284,5 +285,5 @@ func newRunID() string {
 // isUsage reports whether err is a configuration problem (exit 2).
 func isUsage(err error) bool {
 	var ue *usageError
-	return errors.As(err, &ue) || errors.Is(err, digest.ErrConfig)
+	return errors.As(err, &ue) || errors.Is(err, run.ErrConfig)
 }

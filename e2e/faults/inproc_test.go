@@ -9,6 +9,7 @@ import (
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -44,7 +45,7 @@ func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr 
 	return &inProcess{store: store, mailer: m, now: now}
 }
 
-func (p *inProcess) runner(t *testing.T, cfg digest.RunConfig, lookup digest.Lookup) *digest.Runner {
+func (p *inProcess) runner(t *testing.T, cfg run.Config, lookup digest.Lookup) *run.Runner {
 	t.Helper()
 	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
 	if err != nil {
@@ -58,7 +59,7 @@ func (p *inProcess) runner(t *testing.T, cfg digest.RunConfig, lookup digest.Loo
 	cfg.RunID = "faults-" + t.Name()
 	cfg.Now = p.now
 	cfg.SendWorstCase = p.mailer.WorstCase()
-	return &digest.Runner{
+	return &run.Runner{
 		Ledger: p.store, Source: snapshot.NewPostgres(p.store.Pool(), 0), Keyring: kr, Renderer: rend,
 		Mailer: p.mailer, Lookup: lookup, Config: cfg,
 	}
@@ -80,7 +81,7 @@ func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
 	shift := 7*24*time.Hour + 6*time.Minute
 	later := func() time.Time { return time.Now().Add(shift) }
 	p := openInProcess(t, e, later, e.Mailpit.SMTPAddr())
-	r := p.runner(t, digest.RunConfig{Lease: 2 * time.Second}, lookup.NewMailpit(e.Mailpit.APIURL(), nil))
+	r := p.runner(t, run.Config{Lease: 2 * time.Second}, lookup.NewMailpit(e.Mailpit.APIURL(), nil))
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +89,8 @@ func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
 	if sum.Sent != 0 || sum.Reconciled != 0 || sum.Duplicates != len(want) || !sum.Complete() {
 		t.Fatalf("replay a week later: %+v; want nothing sent and %d duplicates", sum, len(want))
 	}
-	if got := sum.DuplicateAges[digest.AgeLater]; got != len(want) {
-		t.Fatalf("duplicates by age %v: want all %d in %q", sum.DuplicateAges, len(want), digest.AgeBucketNames[digest.AgeLater])
+	if got := sum.DuplicateAges[run.AgeLater]; got != len(want) {
+		t.Fatalf("duplicates by age %v: want all %d in %q", sum.DuplicateAges, len(want), run.AgeBucketNames[run.AgeLater])
 	}
 	e.AssertExactlyOnce(want)
 	t.Logf("NUMBERS replay: shift=%s sends=%d duplicates=%d ages=%v", shift, sum.Sent, sum.Duplicates, sum.DuplicateAges)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/run"
 )
 
 // storm is a look-up endpoint that answers every request 429 with
@@ -53,9 +53,9 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 
 	p := openInProcess(t, e, time.Now, px.Addr())
 	const window = 5 * time.Second
-	r := p.runner(t, digest.RunConfig{
+	r := p.runner(t, run.Config{
 		Lease:       2 * time.Second,
-		Backoff:     digest.Backoff{Base: 50 * time.Millisecond, Max: 100 * time.Millisecond},
+		Backoff:     run.Backoff{Base: 50 * time.Millisecond, Max: 100 * time.Millisecond},
 		LookupDelay: 50 * time.Millisecond, // the fake provider lists at once
 		Deadline:    time.Now().Add(window),
 	}, lk)
@@ -95,7 +95,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	}
 
 	// The provider answers again: every dropped send is found, none resent.
-	r2 := p.runner(t, digest.RunConfig{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
+	r2 := p.runner(t, run.Config{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
 		lookup.NewMailpit(e.Mailpit.APIURL(), nil))
 	// The storm's last Retry-After may still run; the retry pass waits it out.
 	sum2, err := r2.Run(context.Background())

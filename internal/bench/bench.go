@@ -25,6 +25,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -124,10 +125,10 @@ type Result struct {
 	Seeded      bool          // false: the schema's customers were reused
 	SeedTime    time.Duration // zero when reused
 
-	Summary    digest.Summary // the run's own summary
-	RunTime    time.Duration  // wall time of Runner.Run
-	DigestsPS  float64        // digests sent per second of the run
-	PlainSent  int            // messages the plain loop sent, both halves
+	Summary    run.Summary   // the run's own summary
+	RunTime    time.Duration // wall time of Runner.Run
+	DigestsPS  float64       // digests sent per second of the run
+	PlainSent  int           // messages the plain loop sent, both halves
 	PlainTime  time.Duration
 	PlainPS    float64       // plain go-mail loop, messages per second, both halves
 	PlainEach  [2]float64    // msg/s of the half before and the half after the run

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -54,10 +55,10 @@ func runWeek(ctx context.Context, cfg *Config, store *ledger.Postgres, addr stri
 	}
 	defer mailer.Close()
 	timed := newTimedLedger(store)
-	r := &digest.Runner{
+	r := &run.Runner{
 		Ledger: timed, Mailer: mailer, Source: snapshot.NewPostgres(store.Pool(), 0),
 		Keyring: keyring, Renderer: renderer,
-		Config: digest.RunConfig{
+		Config: run.Config{
 			Spec:        digest.Spec{Week: cfg.Week, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
 			Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize,
 			RunID: "bench", Logger: cfg.Logger,

@@ -8,7 +8,7 @@ import (
 )
 
 // histogram is a Prometheus histogram fed with already bucketed counts
-// (digest.LatencyHistogram.Cumulative) of the last run. The run loop keeps
+// (run.LatencyHistogram.Cumulative) of the last run. The run loop keeps
 // its own fixed-memory histogram, so this one only converts; it never sees
 // single samples.
 type histogram struct {

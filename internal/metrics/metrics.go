@@ -3,7 +3,7 @@
 // to a Pushgateway.
 //
 // A run that ends (normally, at its deadline or after SIGTERM) records its
-// digest.Summary, its claim latency histogram and the ledger's counts of the
+// run.Summary, its claim latency histogram and the ledger's counts of the
 // week; a Kubernetes Job then pushes them, and "digest schedule" serves them
 // on /metrics. Either way the counters (…_total, the histogram) are those of
 // the last run: each run counts from zero, as a process that restarts does,
@@ -22,13 +22,14 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 )
 
 // Namespace prefixes every metric name.
 const Namespace = "digest"
 
 // Outcomes are the values of the outcome label of digest_digests_total, in
-// the order of digest.Summary's counters.
+// the order of run.Summary's counters.
 var Outcomes = []string{"sent", "duplicate", "reconciled", "quarantined", "held", "retryable", "failed", "skipped", "invalid", "suppressed"}
 
 // LookupResults are the values of the result label of digest_lookups_total.
@@ -44,10 +45,10 @@ var ClaimLatencyBounds = []time.Duration{
 
 // Run is what one finished run tells the metrics.
 type Run struct {
-	Summary digest.Summary
+	Summary run.Summary
 	// Latency is the run's claim latency histogram (Runner.ClaimLatency);
 	// nil records no samples.
-	Latency *digest.LatencyHistogram
+	Latency *run.LatencyHistogram
 	// Counts are the ledger's counts of the run's week at its end; nil when
 	// they could not be read (the backlog gauges keep their last value).
 	Counts *ledger.Counts
@@ -96,7 +97,7 @@ func New() *Registry {
 		lookups: newLastRun("lookups_total", "Provider look-ups of maybe-sent digests in the last run by result: found (reconciled), not_found (sent), error (left retryable).",
 			"result", LookupResults),
 		duplicateAge: newLastRun("duplicate_hits_total", "Digests of the last run already sent, by time since the send: under_5m, same_day, later, beyond_horizon.",
-			"age", digest.AgeBucketNames[:]),
+			"age", run.AgeBucketNames[:]),
 		retries:      newLastRun("temporary_retries_total", "Temporary send failures (4xx, 429, network) of the last run recorded as retryable; a digest retried twice counts twice.", "", nil),
 		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip in the last run, one sample per digest of the batch.", ClaimLatencyBounds),
 		receipts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "receipts",
@@ -138,31 +139,31 @@ func (r *Registry) Handler() http.Handler {
 
 // ObserveRun sets the counters to a finished run's counts (each run counts
 // from zero) and sets the gauges.
-func (r *Registry) ObserveRun(run Run) {
-	s := run.Summary
+func (r *Registry) ObserveRun(last Run) {
+	s := last.Summary
 	r.digests.set(s.Sent, s.Duplicates, s.Reconciled, s.Quarantined, s.Held, s.Retryable, s.Failed, s.Skipped, s.Invalid, s.Suppressed)
 	r.lookups.set(s.LookupsFound, s.LookupsNotFound, s.LookupErrors)
 	r.duplicateAge.set(s.DuplicateAges[:]...)
 	r.ledgerCalls.set(s.LedgerCalls)
 	r.retries.set(s.Retryable)
-	lat := run.Latency
+	lat := last.Latency
 	if lat == nil {
-		lat = &digest.LatencyHistogram{}
+		lat = &run.LatencyHistogram{}
 	}
 	r.claimLatency.set(lat.Cumulative(ClaimLatencyBounds))
-	if c := run.Counts; c != nil {
+	if c := last.Counts; c != nil {
 		for _, st := range receiptStates {
 			r.receipts.WithLabelValues(string(st)).Set(float64(c.ByState[st]))
 		}
-		r.oldestRetryable.Set(since(run.Finished, c.OldestRetryable))
-		r.oldestClaimed.Set(since(run.Finished, c.OldestClaimed))
+		r.oldestRetryable.Set(since(last.Finished, c.OldestRetryable))
+		r.oldestClaimed.Set(since(last.Finished, c.OldestClaimed))
 	}
 	r.pending.Set(float64(s.Pending))
 	r.duration.Set(s.Duration.Seconds())
-	r.exitCode.Set(float64(run.ExitCode))
-	r.lastRun.Set(unix(run.Finished))
-	if run.ExitCode == 0 {
-		r.lastSuccess.WithLabelValues().Set(unix(run.Finished))
+	r.exitCode.Set(float64(last.ExitCode))
+	r.lastRun.Set(unix(last.Finished))
+	if last.ExitCode == 0 {
+		r.lastSuccess.WithLabelValues().Set(unix(last.Finished))
 	}
 }
 

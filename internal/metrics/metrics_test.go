@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 )
 
 // families gathers r by metric name.
@@ -32,16 +33,16 @@ func families(t *testing.T, r *Registry) map[string]*dto.MetricFamily {
 func TestObserveRunKeepsTheLastRunsCountsAndSetsGauges(t *testing.T) {
 	t.Parallel()
 	r := New()
-	var first, lat digest.LatencyHistogram
+	var first, lat run.LatencyHistogram
 	first.Observe(time.Second, 99)
 	lat.Observe(3*time.Millisecond, 10)
 	lat.Observe(40*time.Millisecond, 2)
 	end := time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC)
-	big := digest.Summary{Sent: 500, Duplicates: 200, Retryable: 100, LookupsFound: 100, LedgerCalls: 700, Failed: 3}
+	big := run.Summary{Sent: 500, Duplicates: 200, Retryable: 100, LookupsFound: 100, LedgerCalls: 700, Failed: 3}
 	counts := &ledger.Counts{ByState: map[digest.State]int64{digest.StateHeld: 3}, OldestRetryable: time.Minute}
 	r.ObserveRun(Run{Summary: big, Latency: &first, Counts: counts, ExitCode: 3, Finished: end})
-	sum := digest.Summary{Sent: 5, Duplicates: 2, Retryable: 1, LookupsFound: 1, LedgerCalls: 7, Duration: 2 * time.Second}
-	sum.DuplicateAges[digest.AgeSameDay] = 2
+	sum := run.Summary{Sent: 5, Duplicates: 2, Retryable: 1, LookupsFound: 1, LedgerCalls: 7, Duration: 2 * time.Second}
+	sum.DuplicateAges[run.AgeSameDay] = 2
 	r.ObserveRun(Run{Summary: sum, Latency: &lat, ExitCode: 0, Finished: end.Add(time.Hour)})
 
 	fam := families(t, r)

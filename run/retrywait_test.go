@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 // A retry pass that comes due while the pass before it is still sending is
@@ -27,7 +28,7 @@ func TestRetryPassScheduledNeverNegative(t *testing.T) {
 		return true, nil
 	}
 	var logBuf bytes.Buffer // slog's handler serialises its writes
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) {
+	sum := f.run(f.runner(p, p, func(c *run.Config) {
 		c.Deadline = f.clock.Now().Add(24 * time.Hour)
 		c.Logger = slog.New(slog.NewJSONHandler(&logBuf, nil))
 	}))

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -56,7 +57,7 @@ func TestRunKeyringWithoutTheWeeksKeyIDIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 20)
 	p := newProvider()
-	withKeys := func(s string) *digest.Runner {
+	withKeys := func(s string) *run.Runner {
 		r := f.runner(p, p, nil)
 		r.Keyring = mustKeyring(t, s)
 		return r
@@ -68,7 +69,7 @@ func TestRunKeyringWithoutTheWeeksKeyIDIsRefused(t *testing.T) {
 		t.Fatalf("rotated keyring: %+v, want %d duplicates", sum, f.want)
 	}
 	sum, err := withKeys(ring2).Run(context.Background())
-	if !errors.Is(err, digest.ErrConfig) || !strings.Contains(err.Error(), "key id k1") ||
+	if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "key id k1") ||
 		!strings.Contains(err.Error(), "lacks key ids") || sum.Sent != 0 || sum.Duplicates != 0 {
 		t.Fatalf("keyring without k1: %+v %v, want a refusal naming k1", sum, err)
 	}
@@ -101,7 +102,7 @@ func TestRunKeysNewReceiptsUnderTheWeeksPinnedKeyID(t *testing.T) {
 			p := newProvider()
 			// The first run sends a third of the week (its shard), the
 			// second, with the other keyring, the rest.
-			r := f.runner(p, p, func(c *digest.RunConfig) { c.Shard = digest.Shard{Index: 0, Count: 3} })
+			r := f.runner(p, p, func(c *run.Config) { c.Shard = digest.Shard{Index: 0, Count: 3} })
 			r.Keyring = mustKeyring(t, tc.first)
 			first := f.run(r)
 			r = f.runner(p, p, nil)
@@ -127,12 +128,12 @@ func TestRunPinnedKeyIDMissingWithoutReceiptsIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10)
 	p := newProvider()
-	observe := f.runner(p, p, func(c *digest.RunConfig) { c.Mode = digest.ModeObserve })
+	observe := f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve })
 	observe.Keyring = mustKeyring(t, ring1)
 	f.run(observe) // pins k1, creates no receipt
 	r := f.runner(p, p, nil)
 	r.Keyring = mustKeyring(t, ring2)
-	if _, err := r.Run(context.Background()); !errors.Is(err, digest.ErrConfig) || !strings.Contains(err.Error(), "pinned to key id k1") {
+	if _, err := r.Run(context.Background()); !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "pinned to key id k1") {
 		t.Fatalf("Run = %v, want a refusal naming the pinned k1", err)
 	}
 	if len(p.sends) != 0 || len(f.keyIDs()) != 0 {
@@ -151,8 +152,8 @@ func TestRunInAnotherZoneThanThePinIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := f.runner(p, p, func(c *digest.RunConfig) { c.Spec.Location = berlin }).Run(context.Background())
-	if !errors.Is(err, digest.ErrConfig) || !strings.Contains(err.Error(), "pinned to time zone UTC") ||
+	sum, err := f.runner(p, p, func(c *run.Config) { c.Spec.Location = berlin }).Run(context.Background())
+	if !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "pinned to time zone UTC") ||
 		!strings.Contains(err.Error(), "DIGEST_TZ=UTC") || sum.Quarantined != 0 {
 		t.Fatalf("rerun in Europe/Berlin: %+v %v, want a refusal naming UTC", sum, err)
 	}
@@ -178,7 +179,7 @@ func TestRunEmptySourceIsRefusedUnlessAllowed(t *testing.T) {
 	p := newProvider()
 	r := f.runner(p, p, nil)
 	r.Source = src
-	if _, err := r.Run(context.Background()); !errors.Is(err, digest.ErrConfig) || !strings.Contains(err.Error(), "no customers at all") {
+	if _, err := r.Run(context.Background()); !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "no customers at all") {
 		t.Fatalf("Run = %v, want a refusal of the empty source", err)
 	}
 	// Not pinned: the week's first real run pins its own cutoff.
@@ -189,7 +190,7 @@ func TestRunEmptySourceIsRefusedUnlessAllowed(t *testing.T) {
 	if err != nil || !wp.AsOf.Equal(later) {
 		t.Fatalf("the refused run pinned the week: %+v %v", wp, err)
 	}
-	r = f.runner(p, p, func(c *digest.RunConfig) { c.AllowEmpty = true })
+	r = f.runner(p, p, func(c *run.Config) { c.AllowEmpty = true })
 	r.Source = src
 	if sum, err := r.Run(context.Background()); err != nil || sum.Digests != 0 || len(p.sends) != 0 {
 		t.Fatalf("allowed empty run: %+v %v", sum, err)
@@ -198,10 +199,10 @@ func TestRunEmptySourceIsRefusedUnlessAllowed(t *testing.T) {
 
 // The pod's local zone is refused: another pod would compute other week
 // bounds.
-func TestRunConfigRefusesTheLocalZone(t *testing.T) {
+func TestConfigRefusesTheLocalZone(t *testing.T) {
 	t.Parallel()
-	cfg := digest.RunConfig{Spec: digest.Spec{Week: runWeek, Location: time.Local, Type: "weekly_activity", Version: "v1"}}
-	if err := cfg.Validate(); !errors.Is(err, digest.ErrConfig) || !strings.Contains(err.Error(), "time zone Local") {
+	cfg := run.Config{Spec: digest.Spec{Week: runWeek, Location: time.Local, Type: "weekly_activity", Version: "v1"}}
+	if err := cfg.Validate(); !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "time zone Local") {
 		t.Fatalf("Validate() = %v, want the Local zone refused", err)
 	}
 }

@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // Mode says whether a run sends.
@@ -34,17 +36,17 @@ const (
 	AmbiguousResend AmbiguousPolicy = "resend" // send again, accepting a possible duplicate
 )
 
-// RunConfig configures one run. The zero value of each optional field has
+// Config configures one run. The zero value of each optional field has
 // the documented default; Validate reports what is wrong.
-type RunConfig struct {
-	Spec Spec // week, zone, type and content version
+type Config struct {
+	Spec digest.Spec // week, zone, type and content version
 
 	Mode Mode // default ModeEnforce
 	// EnforcePercent, with ModeEnforce, enforces for a stable percentage of
 	// customers (InCohort) and observes the rest: a cohort rollout. Nil
 	// means 100.
 	EnforcePercent *int
-	Shard          Shard
+	Shard          digest.Shard
 	Ambiguous      AmbiguousPolicy // default AmbiguousHold
 
 	// Lease is how long a claim is exclusive; default DefaultLease. The
@@ -100,7 +102,7 @@ type RunConfig struct {
 	Logger *slog.Logger                                     // default: discard
 }
 
-// ErrConfig is wrapped by RunConfig.Validate's errors.
+// ErrConfig is wrapped by Config.Validate's errors.
 var ErrConfig = errors.New("invalid run configuration")
 
 // Lease bounds. DefaultLease is renewed while the run holds the claim, so
@@ -113,7 +115,7 @@ const (
 	MaxLease     = 24 * time.Hour
 )
 
-func (c *RunConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
 	}
@@ -153,9 +155,9 @@ func (c *RunConfig) setDefaults() {
 }
 
 // Validate applies defaults and checks the configuration.
-func (c *RunConfig) Validate() error {
+func (c *Config) Validate() error {
 	c.setDefaults()
-	probe := Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
+	probe := digest.Identity{Customer: "x", Week: c.Spec.Week, Type: c.Spec.Type, Version: c.Spec.Version}
 	switch err := probe.Validate(); {
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrConfig, err)
@@ -202,28 +204,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Runner runs one week: it streams the snapshot, claims each digest's key
 // in the ledger, sends what it may, and records every outcome.
 type Runner struct {
-	Ledger   Ledger
-	Mailer   Mailer // nil only in ModeObserve
-	Lookup   Lookup // nil: no provider look-up; RunConfig.Ambiguous decides
-	Source   Source
-	Keyring  *Keyring
-	Renderer *Renderer
-	Config   RunConfig
+	Ledger   digest.Ledger
+	Mailer   digest.Mailer // nil only in ModeObserve
+	Lookup   digest.Lookup // nil: no provider look-up; Config.Ambiguous decides
+	Source   digest.Source
+	Keyring  *digest.Keyring
+	Renderer *digest.Renderer
+	Config   Config
 	// Unsubscribe, when set, returns a customer's own unsubscribe URI
 	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
 	Unsubscribe func(customerID string) string
 
-	keys *Keyring // Keyring with the week's pinned key id first, set by run
-	c    counters
-	lat  LatencyHistogram
+	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
+	counters     counters
+	claimLatency LatencyHistogram
 }
 
 // ClaimLatency returns the histogram of claim round trips (one sample per
 // digest, the duration of the batch call that claimed it).
-func (r *Runner) ClaimLatency() *LatencyHistogram { return &r.lat }
+func (r *Runner) ClaimLatency() *LatencyHistogram { return &r.claimLatency }
 
 // Progress returns the counters so far; safe to call while Run runs.
-func (r *Runner) Progress() Summary { return r.c.snapshot() }
+func (r *Runner) Progress() Summary { return r.counters.snapshot() }
 
 // Run runs the week to the end, through retry passes until nothing is
 // pending or the next due row lies past the deadline. Cancelling ctx stops
@@ -246,7 +248,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	start := cfg.Now()
 	sum, err := r.run(ctx)
 	sum.Duration = cfg.Now().Sub(start)
-	sum.ClaimP50, sum.ClaimP99 = r.lat.Quantile(0.50), r.lat.Quantile(0.99)
+	sum.ClaimP50, sum.ClaimP99 = r.claimLatency.Quantile(0.50), r.claimLatency.Quantile(0.99)
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	}
@@ -258,47 +260,47 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	log := cfg.Logger
 	if !cfg.AllowEmpty {
 		if err := r.refuseEmptySource(ctx); err != nil {
-			return r.c.snapshot(), err
+			return r.counters.snapshot(), err
 		}
 	}
-	pin := SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	pin := digest.SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
 	if err := r.checkPruned(ctx, pin); err != nil {
-		return r.c.snapshot(), err
+		return r.counters.snapshot(), err
 	}
-	wp, err := r.Ledger.PinSnapshot(ctx, pin, WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
-	r.c.ledgerCalls.Add(1)
+	weekPin, err := r.Ledger.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
+	r.counters.ledgerCalls.Add(1)
 	if err != nil {
-		return r.c.snapshot(), fmt.Errorf("pin snapshot: %w", err)
+		return r.counters.snapshot(), fmt.Errorf("pin snapshot: %w", err)
 	}
-	if r.keys, err = r.checkWeekPin(wp); err != nil {
-		return r.c.snapshot(), err
+	if r.pinnedKeys, err = r.checkWeekPin(weekPin); err != nil {
+		return r.counters.snapshot(), err
 	}
-	asOf := wp.AsOf
+	asOf := weekPin.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
-	if ch, ok := r.Source.(Checker); ok && !cfg.Lenient {
+	if ch, ok := r.Source.(digest.Checker); ok && !cfg.Lenient {
 		if err := ch.Check(ctx); err != nil {
 			if ctx.Err() != nil {
-				return r.c.snapshot(), nil // interrupted while checking: nothing claimed
+				return r.counters.snapshot(), nil // interrupted while checking: nothing claimed
 			}
-			return r.c.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
+			return r.counters.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
 		}
 	}
 
-	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
+	q := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
 	passes := 0
 	for {
 		passes++
-		p := &pass{r: r, n: passes}
-		r.c.pending.Store(0)
+		p := &pass{runner: r, number: passes}
+		r.counters.pending.Store(0)
 		if err := p.run(ctx, q); err != nil {
-			s := r.c.snapshot()
+			s := r.counters.snapshot()
 			s.Passes = passes
 			return s, err
 		}
-		next := p.nextDue()
-		pending := r.c.pending.Load()
+		next := p.nextDue.get()
+		pending := r.counters.pending.Load()
 		if pending == 0 || ctx.Err() != nil || next.IsZero() || cfg.Deadline.IsZero() || next.After(cfg.Deadline) {
 			if pending > 0 && ctx.Err() == nil {
 				log.Info("rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
@@ -314,7 +316,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	s := r.c.snapshot()
+	s := r.counters.snapshot()
 	s.Passes = passes
 	return s, nil
 }
@@ -330,14 +332,14 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 // The receipts counted are those of the ISO week, every digest type and
 // content version (receipts store the week, not the type): a key id still
 // used by any of them must stay in the keyring.
-func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
+func (r *Runner) checkWeekPin(weekPin digest.WeekPin) (*digest.Keyring, error) {
 	cfg := &r.Config
-	if zone := cfg.Spec.Location.String(); wp.Zone != zone {
+	if zone := cfg.Spec.Location.String(); weekPin.Zone != zone {
 		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to time zone %s by its first run; this run's is %s, which would move the week's bounds and quarantine every receipt: run it with DIGEST_TZ=%s",
-			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.Zone, zone, wp.Zone)
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, weekPin.Zone, zone, weekPin.Zone)
 	}
 	var missing []string
-	for kid, n := range wp.ReceiptsByKeyID {
+	for kid, n := range weekPin.ReceiptsByKeyID {
 		if _, ok := r.Keyring.Pinned(kid); !ok && n > 0 {
 			missing = append(missing, fmt.Sprintf("%d under key id %s", n, kid))
 		}
@@ -347,12 +349,12 @@ func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
 		return nil, fmt.Errorf("%w: the keyring (%s) lacks key ids that receipts of week %s are stored under: %s; each of those digests would be sent again. Put the key ids back in the keyring, after the current one",
 			ErrConfig, strings.Join(r.Keyring.IDs(), ","), cfg.Spec.Week, strings.Join(missing, ", "))
 	}
-	keys, ok := r.Keyring.Pinned(wp.KeyID)
+	keys, ok := r.Keyring.Pinned(weekPin.KeyID)
 	if !ok {
 		// No receipt under it yet, but a run holding it may be creating
 		// them now: another key id would make two receipts for one digest.
 		return nil, fmt.Errorf("%w: week %s (%s %s) is pinned to key id %s by its first run (0 receipts under it so far), and the keyring (%s) lacks it. Put it back in the keyring, after the current one",
-			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, wp.KeyID, strings.Join(r.Keyring.IDs(), ","))
+			ErrConfig, cfg.Spec.Week, cfg.Spec.Type, cfg.Spec.Version, weekPin.KeyID, strings.Join(r.Keyring.IDs(), ","))
 	}
 	return keys, nil
 }
@@ -364,9 +366,9 @@ func (r *Runner) checkWeekPin(wp WeekPin) (*Keyring, error) {
 // empty; the strict check reports those.
 func (r *Runner) refuseEmptySource(ctx context.Context) error {
 	cfg := &r.Config
-	q := SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: cfg.Now()}
+	q := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: cfg.Now()}
 	for _, err := range r.Source.Records(ctx, q) {
-		var bad *BadRecordError
+		var bad *digest.BadRecordError
 		if err != nil && !errors.As(err, &bad) {
 			return fmt.Errorf("read snapshot: %w", err)
 		}

@@ -1,9 +1,11 @@
-package digest
+package run
 
 import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // Age buckets for repeats: how long after the earlier event the same key
@@ -119,13 +121,17 @@ func (s Summary) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
+// numOutcomes sizes the observe-mode counters, one per digest.Outcome
+// (OutcomeFailed is the last; TestNumOutcomesCoversEveryOutcome checks).
+const numOutcomes = int(digest.OutcomeFailed) + 1
+
 // counters are the live, concurrently updated form of a Summary.
 type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
 	suppressed                                                         atomic.Int64
-	would                                                              [len(outcomeNames)]atomic.Int64
+	would                                                              [numOutcomes]atomic.Int64 // by digest.Outcome
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
 
@@ -148,7 +154,7 @@ func (c *counters) snapshot() Summary {
 		s.Would = map[string]int{}
 		for o := range c.would {
 			if n := c.would[o].Load(); n > 0 {
-				s.Would[Outcome(o).String()] = int(n)
+				s.Would[digest.Outcome(o).String()] = int(n)
 			}
 		}
 	}

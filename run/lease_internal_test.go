@@ -1,8 +1,10 @@
-package digest
+package run
 
 import (
 	"testing"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // The "send started" chunk is half a second of the limiter's rate, never
@@ -24,7 +26,7 @@ func TestChunksFollowTheRate(t *testing.T) {
 		{rate: 5, lease: 3 * time.Second, chunk: 2, take: 3},
 	}
 	for _, c := range cases {
-		cfg := RunConfig{Rate: c.rate, Lease: c.lease, BatchSize: 100, Concurrency: 4}
+		cfg := Config{Rate: c.rate, Lease: c.lease, BatchSize: 100, Concurrency: 4}
 		if got := startChunk(&cfg); got != c.chunk {
 			t.Errorf("rate %v: start chunk %d, want %d", c.rate, got, c.chunk)
 		}
@@ -38,7 +40,7 @@ func TestChunksFollowTheRate(t *testing.T) {
 // or when it is longer than a day.
 func TestLeaseValidation(t *testing.T) {
 	t.Parallel()
-	spec := Spec{Week: ISOWeek{Year: 2026, Week: 40}, Type: "weekly_activity", Version: "v1"}
+	spec := digest.Spec{Week: digest.ISOWeek{Year: 2026, Week: 40}, Type: "weekly_activity", Version: "v1"}
 	cases := []struct {
 		lease, worst time.Duration
 		ok           bool
@@ -51,7 +53,7 @@ func TestLeaseValidation(t *testing.T) {
 		{lease: 500 * time.Millisecond, ok: false},
 	}
 	for _, c := range cases {
-		cfg := RunConfig{Spec: spec, Lease: c.lease, SendWorstCase: c.worst}
+		cfg := Config{Spec: spec, Lease: c.lease, SendWorstCase: c.worst}
 		if err := cfg.Validate(); (err == nil) != c.ok {
 			t.Errorf("lease %s, worst case %s: %v, want ok=%v", c.lease, c.worst, err, c.ok)
 		}

@@ -1,55 +1,41 @@
-package digest
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // item is one digest travelling through a pass.
 type item struct {
-	d       Digest
-	fp      string
-	keys    []Key
-	enforce bool
+	digest      digest.Digest
+	fingerprint string       // digest.Fingerprint(), computed once
+	keys        []digest.Key // the candidate keys, the week's pinned key id first
+	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 
-	claim ClaimResult // after the claim
-	lease lease       // the claim's live lease, renewed while held
-	msg   *Message    // rendered, for a send
+	claim digest.ClaimResult // after the claim
+	lease lease              // the claim's live lease, renewed while held
+	msg   *digest.Message    // rendered, for a send
 	// handed: the message went to the mailer and was accepted or may have
 	// reached the provider (an ambiguous failure).
 	handed bool
 
 	// The end of the claim, for the finisher.
-	fin        Finish
+	finish     digest.Finish
 	reconciled bool // found at the provider by a look-up, not sent
 	released   bool // given back unsent on interrupt: pending, not a failure
 }
 
-// pass is one scan of the source, a pipeline of stages joined by bounded
-// channels:
-//
-//	read → claim (batched) → start sending (batched) → send (concurrent) → finish (batched)
-//
-// Each stage runs in its own goroutine, so the claim of the next batch and
-// the record of the last one overlap the sends of the current one: sending
-// never waits for a ledger round trip. Memory is flat in the number of
-// customers: at most a few batches are in flight.
-//
-// What each queue holds on a crash decides what the next run does, so the
-// queues are sized to the rules of the ledger: claims not yet marked as
-// sending (in claimed) are re-sent without a look-up once their lease ends;
-// claims marked as sending and not yet sent (in sends) are at most two
-// chunks of startChunk, so a crash leaves few digests to look up or hold.
-// The claims taken ahead are a quarter lease's worth of sends (claimBatch),
-// and their leases are renewed while they wait (renew), so a slow rate
-// never lets a waiting claim expire under another run.
+// pass is one scan of the source: the pipeline of stages and the crash
+// windows of its queues are described in the package documentation.
 type pass struct {
-	r    *Runner
-	n    int
-	due  nextDueTracker
-	held heldClaims // claims taken and not yet recorded: renewed by renew
+	runner  *Runner
+	number  int            // 1 for the first pass, which alone counts what it reads
+	nextDue nextDueTracker // the earliest time a row left pending comes due
+	held    heldClaims     // claims taken and not yet recorded: renewed by renew
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -60,28 +46,26 @@ type pass struct {
 // then costs a look-up, never a duplicate).
 const batchLinger = 50 * time.Millisecond
 
-func (p *pass) nextDue() time.Time { return p.due.get() }
+func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
+	cfg := &p.runner.Config
 
-func (p *pass) run(ctx context.Context, q SourceQuery) error {
-	cfg := &p.r.Config
-
-	// hard outlives ctx by the grace period: sends under way and the
+	// graceCtx outlives ctx by the grace period: sends under way and the
 	// ledger writes that record them finish after a SIGTERM.
-	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardCancel()
-	stopGrace := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(cfg.Grace, hardCancel)
-		context.AfterFunc(hard, func() { t.Stop() })
+	graceCtx, endGrace := context.WithCancel(context.WithoutCancel(ctx))
+	defer endGrace()
+	stopWatching := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(cfg.Grace, endGrace)
+		context.AfterFunc(graceCtx, func() { t.Stop() })
 	})
-	defer stopGrace()
+	defer stopWatching()
 
-	// pctx stops the reader and the claims when a later stage fails.
-	pctx, pcancel := context.WithCancel(ctx)
-	defer pcancel()
+	// intakeCtx stops the reader and the claims when a later stage fails.
+	intakeCtx, stopIntake := context.WithCancel(ctx)
+	defer stopIntake()
 
 	// The leases of the claims held are renewed until the pass has
 	// recorded them all.
-	renewCtx, stopRenew := context.WithCancel(hard)
+	renewCtx, stopRenew := context.WithCancel(graceCtx)
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -98,18 +82,18 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	done := make(chan *item, cfg.BatchSize)
 
 	errc := make(chan error, 3)
-	go func() { errc <- p.read(pctx, q, items) }()
+	go func() { errc <- p.read(intakeCtx, q, items) }()
 	go func() {
-		err := p.claim(pctx, hard, items, claimed, done)
+		err := p.claim(intakeCtx, graceCtx, items, claimed, done)
 		if err != nil {
-			pcancel()
+			stopIntake()
 		}
 		errc <- err
 	}()
 	go func() {
-		err := p.start(pctx, hard, claimed, sends, done)
+		err := p.start(intakeCtx, graceCtx, claimed, sends, done)
 		if err != nil {
-			pcancel()
+			stopIntake()
 		}
 		errc <- err
 	}()
@@ -117,7 +101,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 	senders := make(chan struct{}, cfg.Concurrency)
 	for range cfg.Concurrency {
 		go func() {
-			p.sendLoop(ctx, hard, sends, done)
+			p.sendLoop(ctx, graceCtx, sends, done)
 			senders <- struct{}{}
 		}()
 	}
@@ -127,7 +111,7 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 		}
 		close(done)
 	}()
-	finErr := p.finish(hard, done)
+	finErr := p.finish(graceCtx, done)
 
 	var first error
 	for range 3 {
@@ -142,25 +126,25 @@ func (p *pass) run(ctx context.Context, q SourceQuery) error {
 }
 
 // read streams the source into items, building each digest.
-func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) error {
+func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *item) error {
 	defer close(items)
-	r, cfg := p.r, &p.r.Config
+	r, cfg := p.runner, &p.runner.Config
 	for rec, err := range r.Source.Records(ctx, q) {
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			var bad *BadRecordError
+			var bad *digest.BadRecordError
 			if errors.As(err, &bad) {
 				// A source that cannot Check up front (the PostgreSQL
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
 				// silent skip that leaves a customer without a digest.
-				if p.n == 1 && cfg.Lenient {
-					r.c.skipped.Add(1)
+				if p.number == 1 && cfg.Lenient {
+					r.counters.skipped.Add(1)
 					cfg.Logger.Warn("bad snapshot record skipped", "where", bad.Where, "field", bad.Field, "err", bad.Err)
-				} else if p.n == 1 {
-					r.c.invalid.Add(1)
+				} else if p.number == 1 {
+					r.counters.invalid.Add(1)
 					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", "where", bad.Where, "field", bad.Field, "err", bad.Err)
 				}
 				continue
@@ -170,35 +154,35 @@ func (p *pass) read(ctx context.Context, q SourceQuery, items chan<- *item) erro
 		if !q.Shard.Has(rec.Customer.ID) {
 			continue // a source that does not filter shards itself
 		}
-		if p.n == 1 {
-			r.c.digests.Add(1)
+		if p.number == 1 {
+			r.counters.digests.Add(1)
 		}
 		if rec.Customer.Suppressed {
-			if p.n == 1 {
-				r.c.suppressed.Add(1)
+			if p.number == 1 {
+				r.counters.suppressed.Add(1)
 			}
 			continue // no claim, so no receipt to block a later week
 		}
-		d, err := Build(rec, cfg.Spec)
+		d, err := digest.Build(rec, cfg.Spec)
 		if err != nil {
-			if p.n == 1 {
+			if p.number == 1 {
 				if cfg.Lenient {
-					r.c.skipped.Add(1)
+					r.counters.skipped.Add(1)
 				} else {
-					r.c.invalid.Add(1)
+					r.counters.invalid.Add(1)
 				}
 				cfg.Logger.Error("digest not built", "err", err)
 			}
 			continue
 		}
 		if d.Empty() && !cfg.SendEmpty {
-			if p.n == 1 {
-				r.c.skipped.Add(1)
+			if p.number == 1 {
+				r.counters.skipped.Add(1)
 			}
 			continue
 		}
-		it := &item{d: d, fp: d.Fingerprint(), keys: r.keys.Candidates(d.Identity)}
-		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || InCohort(rec.Customer.ID, *cfg.EnforcePercent))
+		it := &item{digest: d, fingerprint: d.Fingerprint(), keys: r.pinnedKeys.Candidates(d.Identity)}
+		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
 		select {
 		case items <- it:
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 )
 
 // uncheckedSource is a source that cannot check its snapshot up front (as
@@ -37,7 +38,7 @@ func TestBadRecordFromUncheckedSourceIsInvalidUnlessLenient(t *testing.T) {
 	t.Parallel()
 	for _, lenient := range []bool{false, true} {
 		f := newFixture(t, 20)
-		r := f.runner(newProvider(), nil, func(c *digest.RunConfig) { c.Lenient = lenient })
+		r := f.runner(newProvider(), nil, func(c *run.Config) { c.Lenient = lenient })
 		r.Source = uncheckedSource{inner: f.src}
 		sum := f.run(r)
 		switch {

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -62,7 +63,7 @@ func TestStalledSendReportsTheTakeoverTruthfully(t *testing.T) {
 		return true, nil
 	}
 	var logs syncBuffer
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) {
+	sum := f.run(f.runner(p, p, func(c *run.Config) {
 		c.Concurrency, c.BatchSize = 1, 100
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	}))

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -142,13 +143,13 @@ func newFixture(t *testing.T, customers int) *fixture {
 	return &fixture{t: t, clock: clk, store: store, src: src, kr: kr, want: want}
 }
 
-func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*digest.RunConfig)) *digest.Runner {
+func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*run.Config)) *run.Runner {
 	f.t.Helper()
 	r, err := digest.NewRenderer()
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cfg := digest.RunConfig{
+	cfg := run.Config{
 		Spec:        digest.Spec{Week: runWeek, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
 		Lease:       time.Minute,
 		Concurrency: 3,
@@ -156,15 +157,15 @@ func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*digest.Run
 		RunID:       "test",
 		Now:         f.clock.Now,
 		Sleep:       f.clock.Sleep,
-		Backoff:     digest.Backoff{Base: time.Minute, Max: time.Hour},
+		Backoff:     run.Backoff{Base: time.Minute, Max: time.Hour},
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
-	return &digest.Runner{Ledger: f.store, Mailer: p, Lookup: lookup, Source: f.src, Keyring: f.kr, Renderer: r, Config: cfg}
+	return &run.Runner{Ledger: f.store, Mailer: p, Lookup: lookup, Source: f.src, Keyring: f.kr, Renderer: r, Config: cfg}
 }
 
-func (f *fixture) run(r *digest.Runner) digest.Summary {
+func (f *fixture) run(r *run.Runner) run.Summary {
 	f.t.Helper()
 	sum, err := r.Run(context.Background())
 	if err != nil {
@@ -213,7 +214,7 @@ func TestRunRetriesTemporaryFailuresWithinDeadline(t *testing.T) {
 		}
 		return true, nil
 	}
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Deadline = f.clock.Now().Add(3 * time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(3 * time.Hour) }))
 	if sum.Retryable != f.want || sum.Sent != f.want || sum.Pending != 0 || sum.Passes != 2 {
 		t.Fatalf("summary %+v: want %d retryable then sent in a second pass", sum, f.want)
 	}
@@ -276,7 +277,7 @@ func TestRunAmbiguousSendIsLookedUpNeverResentBlindly(t *testing.T) {
 		return true, nil
 	}
 	began := f.clock.Now()
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Deadline = f.clock.Now().Add(24 * time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(24 * time.Hour) }))
 	if waited := f.clock.Now().Sub(began); waited < 2*time.Minute {
 		t.Fatalf("the look-up came %s after the ambiguous send; a provider must get LookupDelay (2m) to list it", waited)
 	}
@@ -293,7 +294,7 @@ func TestRunAmbiguousSendIsLookedUpNeverResentBlindly(t *testing.T) {
 
 func TestRunAmbiguousWithoutLookupHoldsOrResends(t *testing.T) {
 	t.Parallel()
-	for _, policy := range []digest.AmbiguousPolicy{digest.AmbiguousHold, digest.AmbiguousResend} {
+	for _, policy := range []run.AmbiguousPolicy{run.AmbiguousHold, run.AmbiguousResend} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, 16)
@@ -304,19 +305,19 @@ func TestRunAmbiguousWithoutLookupHoldsOrResends(t *testing.T) {
 				}
 				return true, nil
 			}
-			sum := f.run(f.runner(p, nil, func(c *digest.RunConfig) {
+			sum := f.run(f.runner(p, nil, func(c *run.Config) {
 				c.Ambiguous = policy
 				c.Deadline = f.clock.Now().Add(24 * time.Hour)
 			}))
 			switch policy {
-			case digest.AmbiguousHold:
+			case run.AmbiguousHold:
 				if sum.Held != f.want || sum.Sent != 0 || !sum.NeedsReview() {
 					t.Fatalf("hold: %+v", sum)
 				}
 				if got := f.states()[digest.StateHeld]; got != int64(f.want) {
 					t.Fatalf("%d held receipts, want %d", got, f.want)
 				}
-			case digest.AmbiguousResend:
+			case run.AmbiguousResend:
 				if sum.Sent != f.want || sum.Held != 0 {
 					t.Fatalf("resend: %+v", sum)
 				}
@@ -366,7 +367,7 @@ func TestRunAfterCrashDistinguishesNeverSentFromMaybeSent(t *testing.T) {
 	// The maybe-sent ones are looked up only the look-up delay after the
 	// takeover (a send that started may still be landing): in a retry pass.
 	start := f.clock.Now()
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Deadline = start.Add(time.Hour) }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = start.Add(time.Hour) }))
 	maybe := len(res) / 2
 	if sum.Reconciled != len(res)/4 || sum.Sent != len(res)-len(res)/4 {
 		t.Fatalf("summary %+v: want %d reconciled and %d sent", sum, len(res)/4, len(res)-len(res)/4)
@@ -386,7 +387,7 @@ func TestRunObserveSendsNothingAndChangesNoReceipt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 20)
 	p := newProvider()
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Mode = digest.ModeObserve }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if sum.Observed != f.want || sum.Would["claimed"] != f.want || sum.Sent != 0 {
 		t.Fatalf("observe: %+v", sum)
 	}
@@ -394,13 +395,13 @@ func TestRunObserveSendsNothingAndChangesNoReceipt(t *testing.T) {
 		t.Fatalf("observe mode sent %d messages or wrote receipts %v", len(p.sends), f.states())
 	}
 	f.clock.Advance(time.Minute)
-	again := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Mode = digest.ModeObserve }))
-	if again.Repeats[digest.AgeUnder5Min] != f.want {
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
+	if again.Repeats[run.AgeUnder5Min] != f.want {
 		t.Fatalf("repeats: %+v", again.Repeats)
 	}
 	// After a real run, observe reports what the ledger would say.
 	f.run(f.runner(p, p, nil))
-	after := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.Mode = digest.ModeObserve }))
+	after := f.run(f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if after.Would["already_sent"] != f.want {
 		t.Fatalf("observe after sending: %+v", after.Would)
 	}
@@ -448,11 +449,11 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	f := newFixture(t, 50)
 	p := newProvider()
 	pct := 30
-	sum := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.EnforcePercent = &pct }))
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.EnforcePercent = &pct }))
 	if sum.Sent+sum.Observed != f.want || sum.Sent == 0 || sum.Observed == 0 {
 		t.Fatalf("cohort: %+v", sum)
 	}
-	again := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.EnforcePercent = &pct }))
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.EnforcePercent = &pct }))
 	if again.Duplicates != sum.Sent || again.Sent != 0 {
 		t.Fatalf("the cohort is not stable: first sent %d, then %+v", sum.Sent, again)
 	}
@@ -461,7 +462,7 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	q := newProvider()
 	total := 0
 	for i := range 3 {
-		s := g.run(g.runner(q, q, func(c *digest.RunConfig) { c.Shard = digest.Shard{Index: i, Count: 3} }))
+		s := g.run(g.runner(q, q, func(c *run.Config) { c.Shard = digest.Shard{Index: i, Count: 3} }))
 		total += s.Sent
 	}
 	if acc, dups := q.totals(); total != g.want || acc != g.want || dups != 0 {
@@ -469,22 +470,22 @@ func TestRunCohortSplitsStablyAndShardsPartition(t *testing.T) {
 	}
 }
 
-func TestRunConfigValidation(t *testing.T) {
+func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	bad := []func(*digest.RunConfig){
-		func(c *digest.RunConfig) { c.Spec.Type = "" },
-		func(c *digest.RunConfig) { c.Spec.Version = "a|b" },
-		func(c *digest.RunConfig) { c.Mode = "loud" },
-		func(c *digest.RunConfig) { n := 101; c.EnforcePercent = &n },
-		func(c *digest.RunConfig) { c.Ambiguous = "maybe" },
-		func(c *digest.RunConfig) { c.Shard = digest.Shard{Index: 3, Count: 3} },
-		func(c *digest.RunConfig) { c.Lease = time.Millisecond },
-		func(c *digest.RunConfig) { c.Concurrency = -1 },
+	bad := []func(*run.Config){
+		func(c *run.Config) { c.Spec.Type = "" },
+		func(c *run.Config) { c.Spec.Version = "a|b" },
+		func(c *run.Config) { c.Mode = "loud" },
+		func(c *run.Config) { n := 101; c.EnforcePercent = &n },
+		func(c *run.Config) { c.Ambiguous = "maybe" },
+		func(c *run.Config) { c.Shard = digest.Shard{Index: 3, Count: 3} },
+		func(c *run.Config) { c.Lease = time.Millisecond },
+		func(c *run.Config) { c.Concurrency = -1 },
 	}
 	for i, mod := range bad {
-		cfg := digest.RunConfig{Spec: digest.Spec{Week: runWeek, Type: "weekly_activity", Version: "v1"}}
+		cfg := run.Config{Spec: digest.Spec{Week: runWeek, Type: "weekly_activity", Version: "v1"}}
 		mod(&cfg)
-		if err := cfg.Validate(); !errors.Is(err, digest.ErrConfig) {
+		if err := cfg.Validate(); !errors.Is(err, run.ErrConfig) {
 			t.Errorf("case %d: Validate() = %v, want ErrConfig", i, err)
 		}
 	}
@@ -551,7 +552,7 @@ func TestRunKeepsTheMaybeSentWindowSmall(t *testing.T) {
 		return true, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := f.runner(p, p, func(c *digest.RunConfig) { c.BatchSize = 100; c.Concurrency = 2; c.Grace = time.Second })
+	r := f.runner(p, p, func(c *run.Config) { c.BatchSize = 100; c.Concurrency = 2; c.Grace = time.Second })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

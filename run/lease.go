@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"context"
@@ -6,13 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ErrNoTime is wrapped by a Mailer's temporary error when it did not start
-// a send because the claim's lease (the context's deadline) would end
-// before the send could: nothing reached the provider, and the claim is
-// given back unsent.
-var ErrNoTime = errors.New("not sent: the claim's lease would end before the send could")
+	"github.com/weeklydigest/digest/digest"
+)
 
 // leaseMargin is how much earlier than the recorded lease expiry a send is
 // cut off: the time between the cut and the ledger's takeover covers the
@@ -21,13 +17,13 @@ func leaseMargin(lease time.Duration) time.Duration { return lease / 10 }
 
 // renewEvery is how often the run renews the leases it holds. A claim
 // waiting in the pipeline so has at least three quarters of a lease left,
-// more than the half a send may need (see RunConfig.Validate).
+// more than the half a send may need (see Config.Validate).
 func renewEvery(lease time.Duration) time.Duration { return lease / 4 }
 
 // claimBatch is how many claims one Claim call takes: at most what the
 // limiter sends in a quarter lease, so that what waits in the pipeline (a
 // few batches) is sent well within the lease even before renewal.
-func claimBatch(cfg *RunConfig) int {
+func claimBatch(cfg *Config) int {
 	if cfg.Rate <= 0 {
 		return cfg.BatchSize
 	}
@@ -98,7 +94,7 @@ func (h *heldClaims) list() []*item {
 // marked lost and will not be sent; a failed call is logged and tried at
 // the next tick (each send still stops at the lease it knows).
 func (p *pass) renew(ctx context.Context) {
-	r, cfg := p.r, &p.r.Config
+	r, cfg := p.runner, &p.runner.Config
 	t := time.NewTicker(renewEvery(cfg.Lease))
 	defer t.Stop()
 	for {
@@ -111,24 +107,24 @@ func (p *pass) renew(ctx context.Context) {
 		if len(its) == 0 {
 			continue
 		}
-		fences := make([]Fence, len(its))
+		fences := make([]digest.Fence, len(its))
 		for i, it := range its {
-			fences[i] = Fence{Key: it.claim.Key, Token: it.claim.Token}
+			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token}
 		}
 		until, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
-		r.c.ledgerCalls.Add(1)
+		r.counters.ledgerCalls.Add(1)
 		if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("renewing leases failed; sends stop at the leases they have", "claims", len(its), "err", err)
 			}
 			continue
 		}
-		r.c.renewals.Add(1)
+		r.counters.renewals.Add(1)
 		for i, it := range its {
 			switch {
 			case errs[i] == nil:
 				it.lease.set(until)
-			case errors.Is(errs[i], ErrStaleClaim):
+			case errors.Is(errs[i], digest.ErrStaleClaim):
 				it.lease.lost.Store(true)
 			}
 			// ErrNotRenewed: being written right now; next tick.

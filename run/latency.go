@@ -1,4 +1,4 @@
-package digest
+package run
 
 import (
 	"math"
@@ -6,12 +6,17 @@ import (
 	"time"
 )
 
-// latencyBuckets is a log-linear histogram of durations: 8 sub-buckets per
-// power of two from 1µs to about 1 minute. Memory is fixed whatever the
-// number of samples; quantiles are accurate to about 10%.
+// The buckets of a LatencyHistogram are log-linear: each power of two of
+// microseconds (an octave) is cut into latSub equal sub-buckets, for the
+// latOctaves octaves from 1µs up to 2^27µs (about 134s). A duration under
+// 1µs falls in the first bucket, one of 134s or more in the last. Memory is
+// fixed whatever the number of samples. A quantile is reported as its
+// bucket's upper bound (capped at the largest sample), so it overstates the
+// true value by at most one sub-bucket, 12.5%; past the last bucket it
+// reads as about 134s, however slow the claims were.
 const (
-	latSub     = 8
-	latOctaves = 27 // 2^26 µs ≈ 67 s
+	latSub     = 8  // sub-buckets per octave
+	latOctaves = 27 // octaves 2^0 … 2^26 µs; the last starts at about 67s
 )
 
 // LatencyHistogram records durations in fixed memory and reports quantiles.

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
 )
 
 // A week whose receipts were pruned is refused before anything is claimed;
@@ -26,14 +26,14 @@ func TestRunRefusesAPrunedWeek(t *testing.T) {
 	}
 
 	sum, err := f.runner(p, p, nil).Run(context.Background())
-	var pruned *digest.PrunedWeekError
+	var pruned *run.PrunedWeekError
 	if !errors.As(err, &pruned) || pruned.Tombstone.Pin.Week != runWeek || pruned.Tombstone.ReceiptsPruned != int64(f.want) {
 		t.Fatalf("run of a pruned week: %v, want a PrunedWeekError for %s", err, runWeek)
 	}
 	if sum.Sent != 0 || sum.Digests != 0 || len(f.states()) != 0 {
 		t.Fatalf("refused run claimed: %+v, receipts %v", sum, f.states())
 	}
-	observe := f.run(f.runner(nil, nil, func(c *digest.RunConfig) { c.Mode = digest.ModeObserve }))
+	observe := f.run(f.runner(nil, nil, func(c *run.Config) { c.Mode = run.ModeObserve }))
 	if observe.Sent != 0 || len(f.states()) != 0 {
 		t.Fatalf("observe run: %+v", observe)
 	}
@@ -41,7 +41,7 @@ func TestRunRefusesAPrunedWeek(t *testing.T) {
 		t.Fatalf("provider: %d accepted, %d duplicates before the resend", acc, dups)
 	}
 
-	again := f.run(f.runner(p, p, func(c *digest.RunConfig) { c.ResendPrunedWeek = true }))
+	again := f.run(f.runner(p, p, func(c *run.Config) { c.ResendPrunedWeek = true }))
 	if again.Sent != f.want {
 		t.Fatalf("resend of the pruned week: %+v, want %d sent", again, f.want)
 	}

@@ -1,4 +1,4 @@
-package digest_test
+package run_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -20,7 +21,7 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	f := newFixture(t, 6)
 	p := newProvider()
 	var logs bytes.Buffer
-	r := f.runner(p, p, func(c *digest.RunConfig) {
+	r := f.runner(p, p, func(c *run.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	r.Mailer = rejecting{} // whose replies repeat the address, as SMTP servers' do

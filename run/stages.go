@@ -1,22 +1,24 @@
-package digest
+package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // claim takes items in batches, claims them in one ledger call per batch,
 // and routes each by outcome. The claims whose send is to start go on to
 // the start stage as one batch, so that the next claim overlaps them.
 // A claim call under way when ctx is cancelled (SIGTERM) runs on under
-// hard: cancelled, it could commit its claims unseen and leave them locked
+// graceCtx: cancelled, it could commit its claims unseen and leave them locked
 // until their lease ends; finished, its claims are given back by the start
 // stage.
-func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
 	defer close(claimed)
-	r, cfg := p.r, &p.r.Config
+	r, cfg := p.runner, &p.runner.Config
 	size := claimBatch(cfg)
 	for {
 		batch := gather(items, size, batchLinger)
@@ -30,7 +32,7 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 		for _, it := range batch {
 			if it.enforce {
 				enforce = append(enforce, it)
-			} else if p.n == 1 {
+			} else if p.number == 1 {
 				observe = append(observe, it)
 			}
 		}
@@ -40,14 +42,14 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 		if len(enforce) == 0 {
 			continue
 		}
-		reqs := make([]ClaimRequest, len(enforce))
+		reqs := make([]digest.ClaimRequest, len(enforce))
 		for i, it := range enforce {
-			reqs[i] = ClaimRequest{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
+			reqs[i] = digest.ClaimRequest{Keys: it.keys, Fingerprint: it.fingerprint, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
 		}
 		t0, asked := time.Now(), cfg.Now()
-		res, err := r.Ledger.Claim(hard, reqs)
-		r.lat.Observe(time.Since(t0), len(reqs))
-		r.c.ledgerCalls.Add(1)
+		res, err := r.Ledger.Claim(graceCtx, reqs)
+		r.claimLatency.Observe(time.Since(t0), len(reqs))
+		r.counters.ledgerCalls.Add(1)
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
@@ -57,7 +59,7 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 		var start []*item
 		for i, it := range enforce {
 			it.claim = res[i]
-			if it.claim.Outcome == OutcomeClaimed {
+			if it.claim.Outcome == digest.OutcomeClaimed {
 				// A ledger that does not say (none here) is taken to have
 				// started the lease when it was asked: never later.
 				until := it.claim.LeaseExpires
@@ -80,14 +82,14 @@ func (p *pass) claim(ctx, hard context.Context, items <-chan *item, claimed chan
 // start marks each claimed batch as sending and hands it to the senders.
 // After a failure it keeps draining claimed, so that the claim stage ends;
 // the claims it drops stay "claimed, send not started".
-func (p *pass) start(ctx, hard context.Context, claimed <-chan []*item, sends, done chan<- *item) error {
+func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends, done chan<- *item) error {
 	defer close(sends)
 	var first error
-	chunk := startChunk(&p.r.Config)
+	chunk := startChunk(&p.runner.Config)
 	for batch := range claimed {
 		for len(batch) > 0 && first == nil {
 			n := min(chunk, len(batch))
-			first = p.startSending(ctx, hard, batch[:n], sends, done)
+			first = p.startSending(ctx, graceCtx, batch[:n], sends, done)
 			batch = batch[n:]
 		}
 	}
@@ -104,7 +106,7 @@ func (p *pass) start(ctx, hard context.Context, claimed <-chan []*item, sends, d
 // At a limited rate the chunk is what the limiter sends in half a second
 // (at least 1): the marked claims wait for the limiter, not for the
 // senders, so at 5 msg/s a crash leaves a handful marked instead of ~54.
-func startChunk(cfg *RunConfig) int {
+func startChunk(cfg *Config) int {
 	chunk := min(cfg.BatchSize, max(4*cfg.Concurrency, 25))
 	if cfg.Rate > 0 {
 		chunk = min(chunk, max(1, int(cfg.Rate/2)))
@@ -115,13 +117,13 @@ func startChunk(cfg *RunConfig) int {
 // route counts a claim outcome and reports whether the item goes on to be
 // sent. Maybe-sent claims go to a sender directly, which looks up first.
 func (p *pass) route(it *item, done chan<- *item) (start bool) {
-	r, cfg := p.r, &p.r.Config
-	c, first := &r.c, p.n == 1
+	r, cfg := p.runner, &p.runner.Config
+	c, first := &r.counters, p.number == 1
 	res := it.claim
 	switch res.Outcome {
-	case OutcomeClaimed:
+	case digest.OutcomeClaimed:
 		if err := p.render(it); err != nil {
-			it.fin = p.finishFor(it, StateFailed, "render: "+err.Error())
+			it.finish = p.finishFor(it, digest.StateFailed, "render: "+err.Error())
 			done <- it
 			return false
 		}
@@ -129,7 +131,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			return true
 		}
 		if r.Lookup == nil {
-			it.fin = p.finishFor(it, StateHeld, "may have reached the provider; no look-up configured")
+			it.finish = p.finishFor(it, digest.StateHeld, "may have reached the provider; no look-up configured")
 			done <- it
 			return false
 		}
@@ -137,20 +139,20 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			// Taken over from a run whose send had started: that send
 			// may still land. Give the claim back until a look-up can
 			// see it.
-			it.fin = p.finishFor(it, StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
-			it.fin.MaybeSent, it.fin.NextAttempt, it.released = true, at, true
+			it.finish = p.finishFor(it, digest.StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
+			it.finish.MaybeSent, it.finish.NextAttempt, it.released = true, at, true
 			done <- it
 			return false
 		}
 		return true // the sender looks up first
-	case OutcomeAlreadySent:
+	case digest.OutcomeAlreadySent:
 		if first {
 			c.duplicates.Add(1)
 			if !res.SentAt.IsZero() {
 				c.dupAges[AgeBucket(cfg.Now().Sub(res.SentAt), cfg.ReplayHorizon)].Add(1)
 			}
 		}
-	case OutcomeBusy:
+	case digest.OutcomeBusy:
 		// Another run holds the lease and will most likely finish long
 		// before it expires: look again soon rather than at the expiry.
 		c.pending.Add(1)
@@ -158,20 +160,20 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 		if !res.NextAttempt.IsZero() && res.NextAttempt.Before(recheck) {
 			recheck = res.NextAttempt
 		}
-		p.due.offer(recheck)
-	case OutcomeNotDue:
+		p.nextDue.offer(recheck)
+	case digest.OutcomeNotDue:
 		c.pending.Add(1)
-		p.due.offer(res.NextAttempt)
-	case OutcomeQuarantined:
+		p.nextDue.offer(res.NextAttempt)
+	case digest.OutcomeQuarantined:
 		if first {
 			c.quarantined.Add(1)
-			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fp)
+			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fingerprint)
 		}
-	case OutcomeHeld:
+	case digest.OutcomeHeld:
 		if first {
 			c.held.Add(1)
 		}
-	case OutcomeFailed:
+	case digest.OutcomeFailed:
 		if first {
 			c.failed.Add(1)
 		}
@@ -182,25 +184,25 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 }
 
 func (p *pass) render(it *item) error {
-	msg, err := p.r.Renderer.Message(&it.d, it.claim.Key)
+	msg, err := p.runner.Renderer.Message(&it.digest, it.claim.Key)
 	if err != nil {
 		return err
 	}
 	it.msg = msg
-	if p.r.Unsubscribe != nil {
-		it.msg.Unsubscribe = p.r.Unsubscribe(it.d.Customer.ID)
+	if p.runner.Unsubscribe != nil {
+		it.msg.Unsubscribe = p.runner.Unsubscribe(it.digest.Customer.ID)
 	}
 	return nil
 }
 
-func (p *pass) finishFor(it *item, s State, reason string) Finish {
-	return Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.r.Config.RunID}
+func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish {
+	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.runner.Config.RunID}
 }
 
 // startSending marks the batch's fresh claims as sending in one ledger call
 // and hands them to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
-func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, done chan<- *item) error {
+func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends, done chan<- *item) error {
 	if len(start) == 0 {
 		return nil
 	}
@@ -214,17 +216,17 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 		return nil
 	}
 	var fresh []*item
-	var fences []Fence
+	var fences []digest.Fence
 	for _, it := range start {
-		if it.claim.MaybeSent && p.r.Lookup != nil {
+		if it.claim.MaybeSent && p.runner.Lookup != nil {
 			continue
 		}
 		fresh = append(fresh, it)
-		fences = append(fences, Fence{Key: it.claim.Key, Token: it.claim.Token})
+		fences = append(fences, digest.Fence{Key: it.claim.Key, Token: it.claim.Token})
 	}
 	if len(fences) > 0 {
-		errs, err := p.r.Ledger.StartSending(hard, fences)
-		p.r.c.ledgerCalls.Add(1)
+		errs, err := p.runner.Ledger.StartSending(graceCtx, fences)
+		p.runner.counters.ledgerCalls.Add(1)
 		if err != nil {
 			// The claims stay "claimed, send not started": the next run
 			// takes them over when the lease ends and sends without review.
@@ -249,10 +251,10 @@ func (p *pass) startSending(ctx, hard context.Context, start []*item, sends, don
 // lost counts a claim another run took over before this one recorded it,
 // and says what this run did with it.
 func (p *pass) lost(it *item, err error) {
-	c, log := &p.r.c, p.r.Config.Logger
+	c, log := &p.runner.counters, p.runner.Config.Logger
 	c.lost.Add(1)
 	switch {
-	case it.handed && it.fin.State == StateSent:
+	case it.handed && it.finish.State == digest.StateSent:
 		c.lostAfterSend.Add(1)
 		log.Error("claim lost to another run after this one sent it; the other run looks it up", "key", string(it.claim.Key), "err", err)
 	case it.handed:
@@ -266,50 +268,50 @@ func (p *pass) lost(it *item, err error) {
 // release gives an unsent claim back: retryable, due now. A claim that was
 // maybe-sent stays so.
 func (p *pass) release(it *item, reason string) {
-	it.fin = p.finishFor(it, StateRetryable, reason)
+	it.finish = p.finishFor(it, digest.StateRetryable, reason)
 	it.released = true
-	it.fin.NextAttempt = p.r.Config.Now()
-	it.fin.MaybeSent = it.claim.MaybeSent
+	it.finish.NextAttempt = p.runner.Config.Now()
+	it.finish.MaybeSent = it.claim.MaybeSent
 }
 
-func (p *pass) sendLoop(ctx, hard context.Context, sends <-chan *item, done chan<- *item) {
+func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done chan<- *item) {
 	for it := range sends {
-		p.deliver(ctx, hard, it)
+		p.deliver(ctx, graceCtx, it)
 		done <- it
 	}
 }
 
 // deliver looks up a maybe-sent claim, then sends, and sets the item's
 // Finish from the result.
-func (p *pass) deliver(ctx, hard context.Context, it *item) {
-	r, cfg := p.r, &p.r.Config
+func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
+	r, cfg := p.runner, &p.runner.Config
 	if it.claim.MaybeSent && r.Lookup != nil {
-		ref, found, err := r.Lookup.Lookup(hard, it.claim.Key)
+		ref, found, err := r.Lookup.Lookup(graceCtx, it.claim.Key)
 		switch {
 		case err != nil:
-			r.c.lookupErr.Add(1)
-			it.fin = p.finishFor(it, StateRetryable, "look-up failed: "+err.Error())
-			it.fin.MaybeSent = true
-			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
+			r.counters.lookupErr.Add(1)
+			it.finish = p.finishFor(it, digest.StateRetryable, "look-up failed: "+err.Error())
+			it.finish.MaybeSent = true
+			it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
 			cfg.Logger.Warn("look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
 			return
 		case found:
-			r.c.lookupFound.Add(1)
-			it.fin = p.finishFor(it, StateSent, "reconciled by look-up")
-			it.fin.ProviderRef = ref
+			r.counters.lookupFound.Add(1)
+			it.finish = p.finishFor(it, digest.StateSent, "reconciled by look-up")
+			it.finish.ProviderRef = ref
 			it.reconciled = true
 			cfg.Logger.Info("reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
 			return
 		}
-		r.c.lookupNotFound.Add(1)
+		r.counters.lookupNotFound.Add(1)
 		if ctx.Err() == nil {
-			errs, err := r.Ledger.StartSending(hard, []Fence{{Key: it.claim.Key, Token: it.claim.Token}})
-			r.c.ledgerCalls.Add(1)
+			errs, err := r.Ledger.StartSending(graceCtx, []digest.Fence{{Key: it.claim.Key, Token: it.claim.Token}})
+			r.counters.ledgerCalls.Add(1)
 			if err == nil && errs[0] != nil {
 				err = errs[0]
 			}
 			if err != nil {
-				if errors.Is(err, ErrStaleClaim) {
+				if errors.Is(err, digest.ErrStaleClaim) {
 					p.lost(it, err)
 				} else {
 					cfg.Logger.Error("mark sending failed; left for the next run", "key", string(it.claim.Key), "err", err)
@@ -323,7 +325,7 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		return
 	}
 	if it.lease.lost.Load() {
-		p.lost(it, ErrStaleClaim) // found by a renewal; no Finish: it would be refused
+		p.lost(it, digest.ErrStaleClaim) // found by a renewal; no Finish: it would be refused
 		return
 	}
 	// The send must end before anyone else may take the claim over: it
@@ -335,35 +337,35 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "left", left, "send_worst_case", cfg.SendWorstCase)
 		return
 	}
-	sctx, cancel := context.WithTimeout(hard, left)
+	sctx, cancel := context.WithTimeout(graceCtx, left)
 	ref, err := r.Mailer.Send(sctx, it.msg)
 	cancel()
-	if errors.Is(err, ErrNoTime) {
+	if errors.Is(err, digest.ErrNoTime) {
 		p.release(it, "not sent: the lease would end before the send could")
 		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
 		return
 	}
 	if err == nil {
 		it.handed = true
-		it.fin = p.finishFor(it, StateSent, "")
-		it.fin.ProviderRef = ref
+		it.finish = p.finishFor(it, digest.StateSent, "")
+		it.finish.ProviderRef = ref
 		return
 	}
-	switch ClassOf(err) {
-	case ClassTemporary:
-		it.fin = p.finishFor(it, StateRetryable, err.Error())
-		it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, RetryAtOf(err))
-	case ClassPermanent:
-		it.fin = p.finishFor(it, StateFailed, err.Error())
-		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", redactAddress(err.Error(), it.msg.To.Email))
+	switch digest.ClassOf(err) {
+	case digest.ClassTemporary:
+		it.finish = p.finishFor(it, digest.StateRetryable, err.Error())
+		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
+	case digest.ClassPermanent:
+		it.finish = p.finishFor(it, digest.StateFailed, err.Error())
+		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", digest.RedactAddress(err.Error(), it.msg.To.Email))
 	default:
 		it.handed = true
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
-			it.fin = p.finishFor(it, StateHeld, "ambiguous send: "+err.Error())
+			it.finish = p.finishFor(it, digest.StateHeld, "ambiguous send: "+err.Error())
 		} else {
-			it.fin = p.finishFor(it, StateRetryable, "ambiguous send: "+err.Error())
-			it.fin.MaybeSent = true
-			it.fin.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, cfg.Now().Add(cfg.LookupDelay))
+			it.finish = p.finishFor(it, digest.StateRetryable, "ambiguous send: "+err.Error())
+			it.finish.MaybeSent = true
+			it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, cfg.Now().Add(cfg.LookupDelay))
 		}
 		cfg.Logger.Warn("send may have reached the provider", "key", string(it.claim.Key), "err", err)
 	}
@@ -372,8 +374,8 @@ func (p *pass) deliver(ctx, hard context.Context, it *item) {
 // finish records outcomes in batches, one ledger call per batch. One
 // goroutine gathers the next batch while this one writes the last, so the
 // senders never wait for the write.
-func (p *pass) finish(hard context.Context, done <-chan *item) error {
-	r, cfg := p.r, &p.r.Config
+func (p *pass) finish(graceCtx context.Context, done <-chan *item) error {
+	r, cfg := p.runner, &p.runner.Config
 	batches := make(chan []*item, 1)
 	go func() {
 		defer close(batches)
@@ -387,11 +389,11 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 	}()
 	var first error
 	for batch := range batches {
-		var fs []Finish
+		var fs []digest.Finish
 		var its []*item
 		for _, it := range batch {
-			if it.fin.State != "" {
-				fs = append(fs, it.fin)
+			if it.finish.State != "" {
+				fs = append(fs, it.finish)
 				its = append(its, it)
 			}
 		}
@@ -399,8 +401,8 @@ func (p *pass) finish(hard context.Context, done <-chan *item) error {
 			p.forget(batch)
 			continue
 		}
-		errs, err := r.Ledger.Finish(hard, fs)
-		r.c.ledgerCalls.Add(1)
+		errs, err := r.Ledger.Finish(graceCtx, fs)
+		r.counters.ledgerCalls.Add(1)
 		p.forget(batch) // recorded, or left to the ledger as it is
 		if err != nil {
 			// The sends happened; their claims stay marked as sending, so
@@ -430,25 +432,25 @@ func (p *pass) forget(its []*item) {
 }
 
 func (p *pass) count(it *item) {
-	c := &p.r.c
-	switch it.fin.State {
-	case StateSent:
+	c := &p.runner.counters
+	switch it.finish.State {
+	case digest.StateSent:
 		if it.reconciled {
 			c.reconciled.Add(1)
 		} else {
 			c.sent.Add(1)
 		}
-	case StateRetryable:
+	case digest.StateRetryable:
 		if !it.released {
 			c.retryable.Add(1)
 		}
 		c.pending.Add(1)
-		p.due.offer(it.fin.NextAttempt)
-	case StateFailed:
+		p.nextDue.offer(it.finish.NextAttempt)
+	case digest.StateFailed:
 		c.failed.Add(1)
-	case StateHeld:
+	case digest.StateHeld:
 		c.held.Add(1)
-		p.r.Config.Logger.Warn("held for review", "key", string(it.fin.Key), "reason", it.fin.Reason)
+		p.runner.Config.Logger.Warn("held for review", "key", string(it.finish.Key), "reason", it.finish.Reason)
 	}
 }
 
@@ -458,13 +460,13 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 	if len(its) == 0 {
 		return nil
 	}
-	r, cfg := p.r, &p.r.Config
-	obs := make([]Observation, len(its))
+	r, cfg := p.runner, &p.runner.Config
+	obs := make([]digest.Observation, len(its))
 	for i, it := range its {
-		obs[i] = Observation{Keys: it.keys, Fingerprint: it.fp, Week: cfg.Spec.Week, RunID: cfg.RunID}
+		obs[i] = digest.Observation{Keys: it.keys, Fingerprint: it.fingerprint, Week: cfg.Spec.Week, RunID: cfg.RunID}
 	}
 	res, err := r.Ledger.Observe(ctx, obs)
-	r.c.ledgerCalls.Add(1)
+	r.counters.ledgerCalls.Add(1)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -473,12 +475,12 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 	}
 	now := cfg.Now()
 	for _, o := range res {
-		r.c.observed.Add(1)
-		if int(o.Would) < len(r.c.would) {
-			r.c.would[o.Would].Add(1)
+		r.counters.observed.Add(1)
+		if int(o.Would) < len(r.counters.would) {
+			r.counters.would[o.Would].Add(1)
 		}
 		if !o.PreviousAt.IsZero() {
-			r.c.repeats[AgeBucket(now.Sub(o.PreviousAt), cfg.ReplayHorizon)].Add(1)
+			r.counters.repeats[AgeBucket(now.Sub(o.PreviousAt), cfg.ReplayHorizon)].Add(1)
 		}
 	}
 	return nil

@@ -22,10 +22,13 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd ./cmd
 COPY digest ./digest
+COPY fileoutbox ./fileoutbox
 COPY internal ./internal
 COPY ledger ./ledger
+COPY lookup ./lookup
 COPY migrations ./migrations
-COPY sender ./sender
+COPY run ./run
+COPY smtp ./smtp
 COPY snapshot ./snapshot
 COPY templates ./templates
 COPY unsubscribe ./unsubscribe

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // Review at scale: a crash left three sends that may have reached the
@@ -99,11 +99,11 @@ func lineWithTime(out, label string) bool {
 // digest key's message, through Mailpit's SMTP, as the mailer would.
 func deliverAsCrashed(t *testing.T, e *e2etest.Env, key digest.Key, email string) {
 	t.Helper()
-	cfg, err := sender.ParseSMTPURL("smtp://" + e.Mailpit.SMTPAddr() + "?tls=none")
+	cfg, err := smtp.ParseSMTPURL("smtp://" + e.Mailpit.SMTPAddr() + "?tls=none")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sender.NewSMTPMailer(sender.MailerConfig{SMTP: cfg, From: digest.Address{Email: "digest@bank.example"}, HELO: "localhost"})
+	m, err := smtp.NewMailer(smtp.Config{SMTP: cfg, From: digest.Address{Email: "digest@bank.example"}, HELO: "localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}

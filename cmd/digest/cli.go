@@ -29,6 +29,18 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Now is the clock: the default week, a run's deadline and clock, the
+	// time a prune counts back from, a preview's Date. Nil: time.Now.
+	// (The cron of "digest schedule" fires on the real clock.)
+	Now func() time.Time
+}
+
+// now reads the environment's clock.
+func (e *Env) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
 }
 
 // usageError is a mistake in the command line or configuration: exit 2.
@@ -72,7 +84,6 @@ func commands() []command {
 		{"week", "print the ISO week of a date and its bounds", cmdWeek},
 		{"key", "print the ledger key of one customer's digest", cmdKey},
 		{"unsubscribe-token", "make or --verify a one-click unsubscribe token", cmdUnsubscribeToken},
-		{"bench", "measure a seeded week end to end against a null SMTP server", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -252,18 +263,6 @@ func settingKind(s setting) string {
 		return "duration"
 	}
 	return "string"
-}
-
-// registerOnly adds the flags of the named settings to fs, for commands
-// that use a few settings of a group and must not list the others.
-func registerOnly(fs *flag.FlagSet, env *Env, names ...string) *settings {
-	s := register(flag.NewFlagSet("", flag.ContinueOnError), env)
-	for _, st := range settingsTable {
-		if slices.Contains(names, st.env) && st.flag != "" {
-			fs.Var(&settingValue{p: s.vals[st.env], kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
-		}
-	}
-	return s
 }
 
 // parse parses flags and positional arguments in any order

@@ -56,7 +56,7 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--week: %v", err)
 	}
-	id := digest.Identity{Customer: *customer, Week: w, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")}
+	id := digest.Identity{Customer: *customer, Week: w, Type: st.Type, Version: st.Version}
 	if err := id.Validate(); err != nil {
 		return usagef("%v", err)
 	}

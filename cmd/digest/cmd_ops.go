@@ -34,10 +34,10 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	if err := checkDatabaseURL(st.str("DIGEST_DATABASE_URL")); err != nil {
+	if err := checkDatabaseURL(st.DatabaseURL); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log})
+	store, err := openStore(ctx, ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log})
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
@@ -81,7 +81,7 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	w, err := weekOrPrevious(st, *week)
+	w, err := weekOrPrevious(env, st, *week)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func age(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-func weekOrPrevious(st *settings, week string) (digest.ISOWeek, error) {
+func weekOrPrevious(env *Env, st *settings, week string) (digest.ISOWeek, error) {
 	if week != "" {
 		w, err := digest.ParseISOWeek(week)
 		if err != nil {
@@ -181,7 +181,7 @@ func weekOrPrevious(st *settings, week string) (digest.ISOWeek, error) {
 	if err != nil {
 		return digest.ISOWeek{}, err
 	}
-	return digest.PreviousWeekOf(time.Now(), loc), nil
+	return digest.PreviousWeekOf(env.now(), loc), nil
 }
 
 const pruneHelp = `Usage: digest prune --older-than DURATION [--dry-run] [--include-held] [--include-quarantined]
@@ -240,7 +240,7 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	res, err := store.Prune(ctx, ledger.PruneRequest{Before: time.Now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	res, err := store.Prune(ctx, ledger.PruneRequest{Before: env.now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")
 	}
 	if !*dry {
-		recordPrune(ctx, st, log, res.Receipts)
+		recordPrune(ctx, env, st, log, res.Receipts)
 	}
 	return nil
 }

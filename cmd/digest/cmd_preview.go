@@ -11,7 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 const previewHelp = `Usage: digest preview --customer ID [--week YYYY-Www] [--snapshot FILE.jsonl] [--html FILE] [--eml FILE]
@@ -50,7 +50,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	wv, err := openWeekView(ctx, st, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = sender.WriteMessage(f, found, from, st.str("DIGEST_LIST_UNSUBSCRIBE"), time.Now())
+		err = smtp.WriteMessage(f, found, from, st.ListUnsubscribe, env.now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -109,8 +109,8 @@ type weekView struct {
 
 // openWeekView resolves the week the way a run does: at the pinned as_of,
 // zone and key id when a run has pinned it, else at now in DIGEST_TZ.
-func openWeekView(ctx context.Context, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
-	w, err := weekOrPrevious(st, week)
+func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
+	w, err := weekOrPrevious(env, st, week)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func openWeekView(ctx context.Context, st *settings, week, snap string, log *slo
 	if err != nil {
 		return nil, err
 	}
-	if snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+	if snap == "" && st.DatabaseURL == "" {
 		return nil, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
 	keys, err := loadKeyring(st, log)
@@ -134,11 +134,11 @@ func openWeekView(ctx context.Context, st *settings, week, snap string, log *slo
 		return nil, err
 	}
 	wv := &weekView{
-		spec: digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
-		asOf: time.Now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
+		spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
+		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
 	var store ledger.Store
-	if st.str("DIGEST_DATABASE_URL") != "" || fileExists(st.str("DIGEST_LEDGER_PATH")) {
+	if st.DatabaseURL != "" || fileExists(st.LedgerPath) {
 		if store, err = openLedger(ctx, st, log); err != nil {
 			return nil, err
 		}

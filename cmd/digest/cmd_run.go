@@ -15,7 +15,7 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -105,17 +105,17 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("--deadline %s: want 0 or a positive duration", *deadline)
 	}
 	if *deadline > 0 {
-		cfg.Deadline = time.Now().Add(*deadline)
+		cfg.Deadline = env.now().Add(*deadline)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if *snap == "" && st.str("DIGEST_DATABASE_URL") == "" {
+	if *snap == "" && st.DatabaseURL == "" {
 		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
 	// Every mailer setting given is checked in every mode: a dry run that
 	// passes says the real run's configuration is sound.
-	ms, err := readMailer(st, cfg.Concurrency, log)
+	ms, err := readMailer(env, st, cfg.Concurrency, log)
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
-	recordRun(ctx, st, log, store, r, &cfg, sum, err)
+	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	return err
 }
 
@@ -180,38 +180,38 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
-	w := digest.PreviousWeekOf(time.Now(), loc)
+	w := digest.PreviousWeekOf(env.now(), loc)
 	if week != "" {
 		if w, err = digest.ParseISOWeek(week); err != nil {
 			return cfg, usagef("--week: %v", err)
 		}
 	}
-	lease, err := st.duration("DIGEST_LEASE")
+	lease, err := st.duration(&st.Lease)
 	if err != nil {
 		return cfg, err
 	}
-	conc, err := st.positiveInt("DIGEST_CONCURRENCY", 256)
+	conc, err := st.positiveInt(&st.Concurrency, 256)
 	if err != nil {
 		return cfg, err
 	}
-	rate, err := st.positiveFloat("DIGEST_RATE")
+	rate, err := st.positiveFloat(&st.Rate)
 	if err != nil {
 		return cfg, err
 	}
 	var worst time.Duration // the file outbox has no network to wait for
-	if st.str("DIGEST_SMTP_URL") != "" {
-		timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+	if st.SMTPURL != "" {
+		timeout, err := st.duration(&st.SMTPTimeout)
 		if err != nil {
 			return cfg, err
 		}
-		worst = sender.WorstCase(timeout)
+		worst = smtp.WorstCase(timeout)
 	}
 	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
 	if err != nil {
 		return cfg, err
 	}
 	cfg = run.Config{
-		Spec:          digest.Spec{Week: w, Location: loc, Type: st.str("DIGEST_TYPE"), Version: st.str("DIGEST_VERSION")},
+		Spec:          digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
 		Mode:          run.Mode(mode),
 		Shard:         sh,
 		Ambiguous:     run.AmbiguousPolicy(ambiguous),
@@ -220,6 +220,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		Rate:          rate,
 		Concurrency:   conc,
 		RunID:         newRunID(),
+		Now:           env.Now, // nil: time.Now
 	}
 	if cohort >= 0 {
 		if mode != string(run.ModeEnforce) {
@@ -267,7 +268,7 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 	if pg, ok := store.(*postgres.Store); ok {
 		return snapshot.NewPostgres(pg.Pool(), 0), func() {}, nil
 	}
-	pool, err := pgxpool.New(ctx, st.str("DIGEST_DATABASE_URL"))
+	pool, err := pgxpool.New(ctx, st.DatabaseURL)
 	if err != nil {
 		return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/robfig/cron/v3"
 )
@@ -76,7 +75,7 @@ func cmdSchedule(ctx context.Context, env *Env, args []string) error {
 		log.Info("scheduled run finished", "exit_code", code)
 	}))
 	c.Start()
-	log.Info("schedule started", "cron", *spec, "next", sched.Next(timeNowIn(loc)))
+	log.Info("schedule started", "cron", *spec, "next", sched.Next(env.now().In(loc)))
 	<-ctx.Done()
 	log.Info("stopping schedule: waiting for a run under way")
 	<-c.Stop().Done()
@@ -111,5 +110,3 @@ func withFlagSettings(env *Env, fs *flag.FlagSet) *Env {
 	}
 	return &out
 }
-
-func timeNowIn(loc *time.Location) time.Time { return time.Now().In(loc) }

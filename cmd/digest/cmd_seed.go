@@ -31,7 +31,8 @@ Examples:
 
 func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "seed", seedHelp)
-	st := registerOnly(fs, env, "DIGEST_DATABASE_URL")
+	st := register(fs, env)
+	st.flags(fs, &st.DatabaseURL)
 	n := fs.Int("customers", 0, "number of customers (required)")
 	week := fs.String("week", "", "ISO week of the activity (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
@@ -66,7 +67,7 @@ func cmdSeed(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "wrote %d customers to %s\n", count, *out)
 		return nil
 	}
-	url := st.str("DIGEST_DATABASE_URL")
+	url := st.DatabaseURL
 	if url == "" {
 		return usagef("set DIGEST_DATABASE_URL (or pass --out FILE.jsonl)")
 	}

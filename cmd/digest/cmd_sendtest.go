@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 const sendTestHelp = `Usage: digest send-test --to ADDRESS --sample N [--week YYYY-Www] [--snapshot FILE.jsonl]
@@ -35,18 +35,18 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	if err := sender.ValidateAddress(*to); err != nil {
+	if err := smtp.ValidateAddress(*to); err != nil {
 		return usagef("--to: %v", err)
 	}
 	if *sample < 1 || *sample > 100 {
 		return usagef("--sample %d: want 1 to 100", *sample)
 	}
 	log := newLogger(env, st)
-	ms, err := readMailer(st, 1, log)
+	ms, err := readMailer(env, st, 1, log)
 	if err != nil {
 		return err
 	}
-	wv, err := openWeekView(ctx, st, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
 	if err != nil {
 		return err
 	}

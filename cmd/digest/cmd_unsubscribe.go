@@ -64,7 +64,7 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	}
 	tok := kr.Token(pos[0])
 	fmt.Fprintln(env.Stdout, tok)
-	if raw := st.str("DIGEST_UNSUBSCRIBE_URL"); raw != "" {
+	if raw := st.UnsubscribeURL; raw != "" {
 		tpl, err := unsubscribe.ParseTemplate(raw)
 		if err != nil {
 			return usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
@@ -77,7 +77,7 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 // loadUnsubscribeKeys reads DIGEST_UNSUBSCRIBE_KEYS or _FILE; nil when
 // neither is set.
 func loadUnsubscribeKeys(st *settings) (*digest.Keyring, error) {
-	inline, file := st.str("DIGEST_UNSUBSCRIBE_KEYS"), st.str("DIGEST_UNSUBSCRIBE_KEYS_FILE")
+	inline, file := st.UnsubscribeKeys, st.UnsubscribeKeysFile
 	switch {
 	case inline != "" && file != "":
 		return nil, usagef("set DIGEST_UNSUBSCRIBE_KEYS or DIGEST_UNSUBSCRIBE_KEYS_FILE, not both")
@@ -101,7 +101,7 @@ func loadUnsubscribeKeys(st *settings) (*digest.Keyring, error) {
 // or nil when DIGEST_UNSUBSCRIBE_URL is unset. A bad template, a missing
 // keyring, or a keyring sharing a secret with the ledger's is a usage error.
 func loadUnsubscribe(st *settings, ledgerKeys *digest.Keyring) (func(customerID string) string, error) {
-	raw := st.str("DIGEST_UNSUBSCRIBE_URL")
+	raw := st.UnsubscribeURL
 	if raw == "" {
 		return nil, nil
 	}

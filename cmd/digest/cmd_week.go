@@ -23,7 +23,8 @@ Examples:
 
 func cmdWeek(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "week", weekHelp)
-	st := registerOnly(fs, env, "DIGEST_TZ")
+	st := register(fs, env)
+	st.flags(fs, &st.TZ)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -35,7 +36,7 @@ func cmdWeek(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	day := time.Now().In(loc)
+	day := env.now().In(loc)
 	if len(pos) == 1 {
 		day, err = time.ParseInLocation(time.DateOnly, pos[0], loc)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 // terminal. The level comes from DIGEST_LOG_LEVEL.
 func newLogger(env *Env, st *settings) *slog.Logger {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(strings.ToUpper(st.str("DIGEST_LOG_LEVEL")))); err != nil {
+	if err := level.UnmarshalText([]byte(strings.ToUpper(st.LogLevel))); err != nil {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationString}

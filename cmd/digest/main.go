@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	_ "time/tzdata" // the zones of DIGEST_TZ, also in a minimal image
 )
 
@@ -20,6 +21,7 @@ func main() {
 		Stdin:  os.Stdin,
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
+		Now:    time.Now,
 	})
 	stop()
 	os.Exit(code)

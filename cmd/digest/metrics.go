@@ -31,16 +31,16 @@ func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Con
 // recordRun records a finished run (normal end, deadline or SIGTERM) in
 // the schedule's registry, or pushes it to DIGEST_PUSHGATEWAY_URL when set.
 // A metrics failure is logged and never changes the run's exit code.
-func recordRun(ctx context.Context, st *settings, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
+func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
 	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
-	url := st.str("DIGEST_PUSHGATEWAY_URL")
+	url := st.PushgatewayURL
 	if !scheduled && url == "" {
 		return
 	}
 	// After SIGTERM ctx is done, but the counts and the push still go out.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	run := metrics.Run{Summary: sum, Latency: r.ClaimLatency(), ExitCode: codeOf(runErr), Finished: time.Now()}
+	run := metrics.Run{Summary: sum, Latency: r.ClaimLatency(), ExitCode: codeOf(runErr), Finished: env.now()}
 	if c, err := store.Counts(ctx, cfg.Spec.Week); err != nil {
 		log.Warn("metrics: cannot read the week's counts", "week", cfg.Spec.Week.String(), "err", err)
 	} else {
@@ -60,14 +60,14 @@ func recordRun(ctx context.Context, st *settings, log *slog.Logger, store ledger
 }
 
 // recordPrune pushes a prune's count to DIGEST_PUSHGATEWAY_URL when set.
-func recordPrune(ctx context.Context, st *settings, log *slog.Logger, pruned int64) {
-	url := st.str("DIGEST_PUSHGATEWAY_URL")
+func recordPrune(ctx context.Context, env *Env, st *settings, log *slog.Logger, pruned int64) {
+	url := st.PushgatewayURL
 	if url == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	if err := metrics.PushPrune(ctx, url, nil, pruned, time.Now()); err != nil {
+	if err := metrics.PushPrune(ctx, url, nil, pruned, env.now()); err != nil {
 		log.Error("metrics: push failed", "err", err)
 	}
 }
@@ -132,7 +132,7 @@ func newScheduleRegistry() *metrics.Registry { return metrics.New().WithRuntime(
 // returns a context that makes the runs started with it record there.
 func startScheduleMetrics(ctx context.Context, st *settings, log *slog.Logger) (context.Context, func(), error) {
 	reg := newScheduleRegistry()
-	_, stop, err := serveMetrics(ctx, st.str("DIGEST_METRICS_ADDR"), reg, log)
+	_, stop, err := serveMetrics(ctx, st.MetricsAddr, reg, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,7 @@ func startProgress(env *Env, r *run.Runner) func() {
 		defer close(done)
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
-		start := time.Now()
+		start := env.now()
 		for {
 			select {
 			case <-stop:
@@ -27,7 +27,7 @@ func startProgress(env *Env, r *run.Runner) func() {
 				return
 			case <-t.C:
 				p := r.Progress()
-				el := time.Since(start).Seconds()
+				el := env.now().Sub(start).Seconds()
 				fmt.Fprintf(env.Stderr, "\r\033[K%d read · %d sent · %d duplicates · %d pending · %.0f/s",
 					p.Digests, p.Sent, p.Duplicates, p.Pending, float64(p.Sent)/max(el, 0.001))
 			}

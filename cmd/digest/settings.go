@@ -16,6 +16,24 @@ type setting struct {
 	def   string
 	help  string
 	group string
+	field func(*config) *string // where the value lives in config
+}
+
+// config holds every setting's value as given (environment, then flag,
+// else the default), one field per row of settingsTable: commands read
+// st.DatabaseURL, not a look-up by name, so a misspelt setting does not
+// compile. Values are parsed where they are used (st.duration(&st.Lease),
+// st.location()), so each command refuses exactly what it reads.
+type config struct {
+	DatabaseURL, LedgerPath                              string
+	SMTPURL, SMTPPasswordFile, OutboxDir                 string
+	LookupURL, PostmarkToken, PostmarkTokenFile          string
+	HMACKeys, HMACKeysFile                               string
+	From, ListUnsubscribe                                string
+	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile string
+	Rate, Burst, Concurrency, SMTPTimeout, Lease         string
+	ReplayHorizon, TZ, Type, Version                     string
+	LogLevel, PushgatewayURL, MetricsAddr                string
 }
 
 // The groups say which commands register a setting's flag.
@@ -33,33 +51,33 @@ const (
 )
 
 var settingsTable = []setting{
-	{"DIGEST_DATABASE_URL", "database-url", "", "PostgreSQL URL of the ledger (and of the source tables); unset: embedded SQLite ledger", gLedger},
-	{"DIGEST_LEDGER_PATH", "ledger-path", "./digest.db", "SQLite ledger file, when DIGEST_DATABASE_URL is unset", gLedger},
-	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)", gSend},
-	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)", gSend},
-	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose", gSend},
-	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025 or postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE); the outbox looks itself up", gSend},
-	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only)", gSend},
-	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up", gSend},
-	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys},
-	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)", gKeys},
-	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests", gSend},
-	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>", gSend},
-	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE", gSend},
-	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only)", gKeys},
-	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format", gKeys},
-	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process", gSend},
-	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once", gSend},
-	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend},
-	{"DIGEST_SMTP_TIMEOUT", "smtp-timeout", "8s", "bound on an SMTP dial and, separately, on one message's exchange: a send may take twice it, and the lease must be at least four times it", gSend},
-	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)", gSend},
-	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention},
-	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest},
-	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest},
-	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest},
-	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog},
-	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run and prune metrics to at the end, e.g. http://pushgateway:9091; unset: no push", gPush},
-	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe},
+	{"DIGEST_DATABASE_URL", "database-url", "", "PostgreSQL URL of the ledger (and of the source tables); unset: embedded SQLite ledger", gLedger, func(c *config) *string { return &c.DatabaseURL }},
+	{"DIGEST_LEDGER_PATH", "ledger-path", "./digest.db", "SQLite ledger file, when DIGEST_DATABASE_URL is unset", gLedger, func(c *config) *string { return &c.LedgerPath }},
+	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)", gSend, func(c *config) *string { return &c.SMTPURL }},
+	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)", gSend, func(c *config) *string { return &c.SMTPPasswordFile }},
+	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose", gSend, func(c *config) *string { return &c.OutboxDir }},
+	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025 or postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE); the outbox looks itself up", gSend, func(c *config) *string { return &c.LookupURL }},
+	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only)", gSend, func(c *config) *string { return &c.PostmarkToken }},
+	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up", gSend, func(c *config) *string { return &c.PostmarkTokenFile }},
+	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys, func(c *config) *string { return &c.HMACKeys }},
+	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)", gKeys, func(c *config) *string { return &c.HMACKeysFile }},
+	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests", gSend, func(c *config) *string { return &c.From }},
+	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>", gSend, func(c *config) *string { return &c.ListUnsubscribe }},
+	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE", gSend, func(c *config) *string { return &c.UnsubscribeURL }},
+	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only)", gKeys, func(c *config) *string { return &c.UnsubscribeKeys }},
+	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format", gKeys, func(c *config) *string { return &c.UnsubscribeKeysFile }},
+	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process", gSend, func(c *config) *string { return &c.Rate }},
+	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once", gSend, func(c *config) *string { return &c.Burst }},
+	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend, func(c *config) *string { return &c.Concurrency }},
+	{"DIGEST_SMTP_TIMEOUT", "smtp-timeout", "8s", "bound on an SMTP dial and, separately, on one message's exchange: a send may take twice it, and the lease must be at least four times it", gSend, func(c *config) *string { return &c.SMTPTimeout }},
+	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)", gSend, func(c *config) *string { return &c.Lease }},
+	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention, func(c *config) *string { return &c.ReplayHorizon }},
+	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest, func(c *config) *string { return &c.TZ }},
+	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest, func(c *config) *string { return &c.Type }},
+	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest, func(c *config) *string { return &c.Version }},
+	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog, func(c *config) *string { return &c.LogLevel }},
+	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run and prune metrics to at the end, e.g. http://pushgateway:9091; unset: no push", gPush, func(c *config) *string { return &c.PushgatewayURL }},
+	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe, func(c *config) *string { return &c.MetricsAddr }},
 }
 
 func envHelp() string {
@@ -78,32 +96,56 @@ func envHelp() string {
 	return b.String()
 }
 
-// settings holds the resolved values by environment variable name.
+// settings holds the resolved values, read after fs.Parse.
 type settings struct {
-	vals    map[string]*string
-	fromEnv map[string]bool // set in the environment, not defaulted
+	config
+	fromEnv map[string]bool // by variable name: set in the environment, not defaulted
 	fs      *flag.FlagSet
 }
 
 // register adds the flags of the given groups to fs, defaulting to the
 // environment. Values are read after fs.Parse.
 func register(fs *flag.FlagSet, env *Env, groups ...string) *settings {
-	s := &settings{vals: map[string]*string{}, fromEnv: map[string]bool{}, fs: fs}
+	s := &settings{fromEnv: map[string]bool{}, fs: fs}
 	for _, st := range settingsTable {
 		v := env.Getenv(st.env)
 		s.fromEnv[st.env] = v != ""
 		if v == "" {
 			v = st.def
 		}
-		p := new(string)
+		p := st.field(&s.config)
 		*p = v
-		s.vals[st.env] = p
 		if st.flag == "" || !hasGroup(groups, st.group) {
 			continue
 		}
-		fs.Var(&settingValue{p: p, kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
+		s.addFlag(fs, st)
 	}
 	return s
+}
+
+func (s *settings) addFlag(fs *flag.FlagSet, st setting) {
+	fs.Var(&settingValue{p: st.field(&s.config), kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
+}
+
+// flags adds the flags of the given fields only, for commands that use a
+// few settings of a group and must not list the others.
+func (s *settings) flags(fs *flag.FlagSet, fields ...*string) {
+	for _, p := range fields {
+		if st := s.setting(p); st.flag != "" {
+			s.addFlag(fs, st)
+		}
+	}
+}
+
+// setting returns the row of settingsTable whose value p points to; p is
+// always a field of s.config (TestEveryConfigFieldIsASetting).
+func (s *settings) setting(p *string) setting {
+	for _, st := range settingsTable {
+		if st.field(&s.config) == p {
+			return st
+		}
+	}
+	panic("settings: not a field of config")
 }
 
 func hasGroup(groups []string, g string) bool {
@@ -115,27 +157,25 @@ func hasGroup(groups []string, g string) bool {
 	return false
 }
 
-func (s *settings) str(env string) string { return *s.vals[env] }
-
-// explicit reports whether env was set on purpose: in the environment or
-// by its flag (read after fs.Parse), not left to its default.
-func (s *settings) explicit(env string) bool {
-	if s.fromEnv[env] {
+// explicit reports whether the setting p points to was set on purpose: in
+// the environment or by its flag (read after fs.Parse), not left to its
+// default.
+func (s *settings) explicit(p *string) bool {
+	st := s.setting(p)
+	if s.fromEnv[st.env] {
 		return true
 	}
 	set := false
 	s.fs.Visit(func(f *flag.Flag) {
-		for _, st := range settingsTable {
-			if st.env == env && st.flag == f.Name {
-				set = true
-			}
+		if f.Name == st.flag {
+			set = true
 		}
 	})
 	return set
 }
 
-func (s *settings) duration(env string) (time.Duration, error) {
-	v := s.str(env)
+func (s *settings) duration(p *string) (time.Duration, error) {
+	env, v := s.setting(p).env, *p
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, usagef("%s=%q: want a positive duration such as 30s, 10m or 2h", env, v)
@@ -143,8 +183,8 @@ func (s *settings) duration(env string) (time.Duration, error) {
 	return d, nil
 }
 
-func (s *settings) positiveInt(env string, max int) (int, error) {
-	v := s.str(env)
+func (s *settings) positiveInt(p *string, max int) (int, error) {
+	env, v := s.setting(p).env, *p
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > max {
 		return 0, usagef("%s=%q: want a whole number from 1 to %d", env, v, max)
@@ -152,8 +192,8 @@ func (s *settings) positiveInt(env string, max int) (int, error) {
 	return n, nil
 }
 
-func (s *settings) positiveFloat(env string) (float64, error) {
-	v := s.str(env)
+func (s *settings) positiveFloat(p *string) (float64, error) {
+	env, v := s.setting(p).env, *p
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f <= 0 || f > 1e6 {
 		return 0, usagef("%s=%q: want a positive number of messages per second", env, v)
@@ -162,7 +202,7 @@ func (s *settings) positiveFloat(env string) (float64, error) {
 }
 
 func (s *settings) location() (*time.Location, error) {
-	v := s.str("DIGEST_TZ")
+	v := s.TZ
 	if v == "Local" {
 		// The pod's zone is an accident of its image: another pod would
 		// compute other week bounds, and so other fingerprints.
@@ -182,7 +222,7 @@ const minReplayHorizon = 14 * 24 * time.Hour
 
 // replayHorizon reads DIGEST_REPLAY_HORIZON (Go units or whole days).
 func (s *settings) replayHorizon() (time.Duration, error) {
-	v := s.str("DIGEST_REPLAY_HORIZON")
+	v := s.ReplayHorizon
 	d, ok := parseDays(v)
 	if !ok {
 		return 0, usagef("DIGEST_REPLAY_HORIZON=%q: want a duration such as 90d or 2160h", v)

@@ -18,18 +18,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/ledger/sqlite"
+	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 )
 
 // openLedger opens the ledger the settings name and migrates it when it is
 // the embedded SQLite file (PostgreSQL is migrated by "digest migrate", a
 // separate step with its own grants).
 func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Store, error) {
-	cfg := ledger.Config{DatabaseURL: st.str("DIGEST_DATABASE_URL"), Path: st.str("DIGEST_LEDGER_PATH"), Logger: log}
+	cfg := ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log}
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -84,9 +86,9 @@ func checkDatabaseURL(raw string) error {
 }
 
 func fromAddress(st *settings) (digest.Address, error) {
-	a, err := mail.ParseAddress(st.str("DIGEST_FROM"))
+	a, err := mail.ParseAddress(st.From)
 	if err != nil {
-		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", st.str("DIGEST_FROM"))
+		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", st.From)
 	}
 	return digest.Address{Name: a.Name, Email: a.Address}, nil
 }
@@ -96,14 +98,15 @@ func fromAddress(st *settings) (digest.Address, error) {
 // run would refuse.
 type mailerSettings struct {
 	lookup    digest.Lookup
-	lookupURL string               // DIGEST_LOOKUP_URL without credentials, for the log
-	smtp      *sender.MailerConfig // nil: the file outbox
-	outbox    sender.OutboxConfig
+	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
+	smtp      *smtp.Config // nil: the file outbox
+	outbox    fileoutbox.Config
 }
 
 // readMailer reads every mailer setting given, whichever mailer they
 // select: a rate that is not a number is an error with the outbox too.
-func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings, error) {
+// Both mailers date their messages by env's clock.
+func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mailerSettings, error) {
 	var ms mailerSettings
 	from, err := fromAddress(st)
 	if err != nil {
@@ -112,44 +115,44 @@ func readMailer(st *settings, concurrency int, log *slog.Logger) (mailerSettings
 	if ms.lookup, err = openLookup(st); err != nil {
 		return ms, err
 	}
-	ms.lookupURL = redactURL(st.str("DIGEST_LOOKUP_URL"))
-	rate, err := st.positiveFloat("DIGEST_RATE")
+	ms.lookupURL = redactURL(st.LookupURL)
+	rate, err := st.positiveFloat(&st.Rate)
 	if err != nil {
 		return ms, err
 	}
-	burst, err := st.positiveInt("DIGEST_BURST", 100000)
+	burst, err := st.positiveInt(&st.Burst, 100000)
 	if err != nil {
 		return ms, err
 	}
-	limiter, err := sender.NewLimiter(rate, burst)
+	limiter, err := smtp.NewLimiter(rate, burst)
 	if err != nil {
 		return ms, usagef("%v", err)
 	}
 	var password string
-	if f := st.str("DIGEST_SMTP_PASSWORD_FILE"); f != "" {
-		if password, err = sender.ReadSecretFile(f); err != nil {
+	if f := st.SMTPPasswordFile; f != "" {
+		if password, err = smtp.ReadSecretFile(f); err != nil {
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = sender.OutboxConfig{Dir: st.str("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE")}
-	raw := st.str("DIGEST_SMTP_URL")
+	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
+	raw := st.SMTPURL
 	if raw == "" {
 		return ms, nil
 	}
-	smtp, err := sender.ParseSMTPURL(raw)
+	smtpURL, err := smtp.ParseSMTPURL(raw)
 	if err != nil {
 		return ms, usagef("DIGEST_SMTP_URL: %v", err)
 	}
-	timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
+	timeout, err := st.duration(&st.SMTPTimeout)
 	if err != nil {
 		return ms, err
 	}
-	ms.smtp = &sender.MailerConfig{
-		SMTP: smtp, Password: password, From: from, ListUnsubscribe: st.str("DIGEST_LIST_UNSUBSCRIBE"),
-		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log,
+	ms.smtp = &smtp.Config{
+		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.ListUnsubscribe,
+		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log, Now: env.Now,
 	}
 	// Builds and drops a client: go-mail validates its options here.
-	m, err := sender.NewSMTPMailer(*ms.smtp)
+	m, err := smtp.NewMailer(*ms.smtp)
 	if err != nil {
 		return ms, usagef("%v", err)
 	}
@@ -178,7 +181,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 		return nil, nil, err
 	}
 	if ms.smtp == nil {
-		ob, err := sender.NewOutbox(ms.outbox)
+		ob, err := fileoutbox.New(ms.outbox)
 		if err != nil {
 			return nil, nil, usagef("%v", err)
 		}
@@ -187,7 +190,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 		}
 		return ob, ms.lookup, nil
 	}
-	m, err := sender.NewSMTPMailer(*ms.smtp)
+	m, err := smtp.NewMailer(*ms.smtp)
 	if err != nil {
 		return nil, nil, usagef("%v", err)
 	}
@@ -196,7 +199,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 
 // noMailer refuses the default outbox with a PostgreSQL ledger.
 func noMailer(st *settings, ms mailerSettings) error {
-	if ms.smtp == nil && st.str("DIGEST_DATABASE_URL") != "" && !st.explicit("DIGEST_OUTBOX_DIR") {
+	if ms.smtp == nil && st.DatabaseURL != "" && !st.explicit(&st.OutboxDir) {
 		return usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
 	}
 	return nil
@@ -229,12 +232,12 @@ func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog
 	case refusal != nil:
 		add("smtp", true, refusal)
 	case ms.smtp != nil:
-		add("smtp", true, sender.Check(ctx, *ms.smtp))
+		add("smtp", true, smtp.Check(ctx, *ms.smtp))
 	default:
 		add("smtp", false, nil)
 	}
 	if ms.lookup != nil {
-		add("lookup", true, sender.CheckLookup(ctx, ms.lookup))
+		add("lookup", true, lookup.Check(ctx, ms.lookup))
 	} else {
 		add("lookup", false, nil)
 	}
@@ -259,9 +262,9 @@ func redactURL(raw string) string {
 
 // describeLedger names the ledger for the log, without secrets.
 func describeLedger(st *settings) string {
-	raw := st.str("DIGEST_DATABASE_URL")
+	raw := st.DatabaseURL
 	if raw == "" {
-		return "sqlite " + st.str("DIGEST_LEDGER_PATH")
+		return "sqlite " + st.LedgerPath
 	}
 	cfg, err := pgconn.ParseConfig(raw)
 	if err != nil {
@@ -271,15 +274,15 @@ func describeLedger(st *settings) string {
 }
 
 func openLookup(st *settings) (digest.Lookup, error) {
-	token := st.str("DIGEST_POSTMARK_TOKEN")
-	if f := st.str("DIGEST_POSTMARK_TOKEN_FILE"); f != "" {
-		t, err := sender.ReadSecretFile(f)
+	token := st.PostmarkToken
+	if f := st.PostmarkTokenFile; f != "" {
+		t, err := smtp.ReadSecretFile(f)
 		if err != nil {
 			return nil, usagef("DIGEST_POSTMARK_TOKEN_FILE: %v", err)
 		}
 		token = t
 	}
-	l, err := sender.ParseLookupURL(st.str("DIGEST_LOOKUP_URL"), sender.LookupConfig{PostmarkToken: token})
+	l, err := lookup.ParseURL(st.LookupURL, lookup.Config{PostmarkToken: token})
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}

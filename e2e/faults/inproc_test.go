@@ -9,8 +9,9 @@ import (
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
+	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -19,7 +20,7 @@ import (
 // and shorten the backoff.
 type inProcess struct {
 	store  *postgres.Store
-	mailer *sender.SMTPMailer
+	mailer *smtp.Mailer
 	now    func() time.Time
 }
 
@@ -30,12 +31,12 @@ func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	smtp, err := sender.ParseSMTPURL("smtp://" + smtpAddr + "?tls=none")
+	smtpURL, err := smtp.ParseSMTPURL("smtp://" + smtpAddr + "?tls=none")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sender.NewSMTPMailer(sender.MailerConfig{
-		SMTP: smtp, From: digest.Address{Name: "Digest", Email: "digest@bank.example"}, Concurrency: 4, Now: now,
+	m, err := smtp.NewMailer(smtp.Config{
+		SMTP: smtpURL, From: digest.Address{Name: "Digest", Email: "digest@bank.example"}, Concurrency: 4, Now: now,
 		Timeout: 500 * time.Millisecond, // a send may take 1s: the tests' 2s leases cover it
 	})
 	if err != nil {
@@ -81,7 +82,7 @@ func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
 	shift := 7*24*time.Hour + 6*time.Minute
 	later := func() time.Time { return time.Now().Add(shift) }
 	p := openInProcess(t, e, later, e.Mailpit.SMTPAddr())
-	r := p.runner(t, run.Config{Lease: 2 * time.Second}, sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
+	r := p.runner(t, run.Config{Lease: 2 * time.Second}, lookup.NewMailpit(e.Mailpit.APIURL(), nil))
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/internal/e2etest"
+	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/sender"
 )
 
 // storm is a look-up endpoint that answers every request 429 with
@@ -46,7 +46,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	st := &storm{retryAfter: "1", at: map[string][]time.Time{}}
 	srv := httptest.NewServer(st)
 	t.Cleanup(srv.Close)
-	lookup, err := sender.ParseLookupURL("mailpit+"+srv.URL, sender.LookupConfig{})
+	lk, err := lookup.ParseURL("mailpit+"+srv.URL, lookup.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 		Backoff:     run.Backoff{Base: 50 * time.Millisecond, Max: 100 * time.Millisecond},
 		LookupDelay: 50 * time.Millisecond, // the fake provider lists at once
 		Deadline:    time.Now().Add(window),
-	}, lookup)
+	}, lk)
 	start := time.Now()
 	sum, err := r.Run(context.Background())
 	if err != nil {
@@ -96,7 +96,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 
 	// The provider answers again: every dropped send is found, none resent.
 	r2 := p.runner(t, run.Config{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
-		sender.NewMailpitLookup(e.Mailpit.APIURL(), nil))
+		lookup.NewMailpit(e.Mailpit.APIURL(), nil))
 	// The storm's last Retry-After may still run; the retry pass waits it out.
 	sum2, err := r2.Run(context.Background())
 	if err != nil {

@@ -4,7 +4,7 @@
 // loop to the same server over the same number of connections, so that the
 // ratio says what the job adds on top of the unavoidable cost of sending.
 //
-// It is the driver behind "digest bench"; the package keeps it testable.
+// It is the driver behind cmd/digest-bench; the package keeps it testable.
 package bench
 
 import (
@@ -27,7 +27,7 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -280,19 +280,19 @@ func newKeyring() (*digest.Keyring, error) {
 	return digest.ParseKeyring("bench:" + base64.StdEncoding.EncodeToString(b))
 }
 
-func newMailer(addr string, conns int) (*sender.SMTPMailer, error) {
-	smtp, err := sender.ParseSMTPURL("smtp://" + addr + "?tls=none")
+func newMailer(addr string, conns int) (*smtp.Mailer, error) {
+	smtpURL, err := smtp.ParseSMTPURL("smtp://" + addr + "?tls=none")
 	if err != nil {
 		return nil, err
 	}
 	// Far above what one machine reaches, so the limiter's cost is in the
 	// measurement but its wait is not.
-	lim, err := sender.NewLimiter(1e6, 1000)
+	lim, err := smtp.NewLimiter(1e6, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return sender.NewSMTPMailer(sender.MailerConfig{
-		SMTP: smtp, From: digest.Address{Name: "Account digest", Email: "digest@example.com"},
+	return smtp.NewMailer(smtp.Config{
+		SMTP: smtpURL, From: digest.Address{Name: "Account digest", Email: "digest@example.com"},
 		Concurrency: conns, Limiter: lim, HELO: "localhost",
 	})
 }

@@ -1,0 +1,94 @@
+package lookup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/smtp"
+)
+
+// maxBody bounds how much of a provider's reply is read.
+const maxBody = 4 << 20
+
+// HTTPError is a provider API reply that was not 2xx. It travels inside a
+// *digest.SendError whose class says what to do: temporary for 408, 429 and
+// 5xx (RetryAt from Retry-After when given, zero otherwise: then use
+// Backoff), permanent for the rest (a wrong token or URL does not fix
+// itself).
+type HTTPError struct {
+	Op         string // what was asked, e.g. "postmark lookup"
+	StatusCode int
+	RetryAt    time.Time // from Retry-After, or zero
+	Detail     string    // the start of the reply body, for the log
+}
+
+func (e *HTTPError) Error() string {
+	s := fmt.Sprintf("%s: HTTP %d %s", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// classifyHTTP turns a non-2xx reply into a *digest.SendError.
+func classifyHTTP(op string, resp *http.Response, now time.Time) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	he := &HTTPError{Op: op, StatusCode: resp.StatusCode, Detail: smtp.HeaderText(string(body))}
+	class := digest.ClassPermanent
+	switch code := resp.StatusCode; {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		class = digest.ClassTemporary
+		he.RetryAt, _ = RetryAfter(resp.Header.Get("Retry-After"), now)
+	case code == http.StatusRequestTimeout || code >= 500:
+		class = digest.ClassTemporary
+	}
+	return &digest.SendError{Class: class, RetryAt: he.RetryAt, Err: he}
+}
+
+// apiClient is the plumbing the provider look-ups share.
+type apiClient struct {
+	op     string
+	client *http.Client
+	now    func() time.Time
+	header http.Header // added to every request; may hold a token, never logged
+}
+
+// getJSON GETs url and decodes a 2xx JSON reply into v. Transport failures
+// are temporary; non-2xx replies go through classifyHTTP. Errors never
+// contain the request headers.
+func (a *apiClient) getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", a.op, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	for k, vs := range a.header {
+		req.Header[k] = vs
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return temporary(fmt.Errorf("%s: %w", a.op, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return classifyHTTP(a.op, resp, a.now())
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
+		return temporary(fmt.Errorf("%s: reply is %s, not JSON", a.op, ct))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(v); err != nil {
+		return temporary(fmt.Errorf("%s: decode reply: %w", a.op, err))
+	}
+	return nil
+}
+
+// temporary wraps err as a temporary failure.
+func temporary(err error) error {
+	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
+}

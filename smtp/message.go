@@ -1,0 +1,193 @@
+package smtp
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// Headers that carry the key, so a provider can be asked about it later.
+const (
+	// HeaderKey carries the digest key verbatim.
+	HeaderKey = "X-Digest-Key"
+	// HeaderMailpitTags carries MailpitTag(key); Mailpit tags the message with it.
+	HeaderMailpitTags = "X-Tags"
+	// HeaderPostmarkKey is Postmark's metadata field "digest-key".
+	HeaderPostmarkKey = "X-PM-Metadata-digest-key"
+	// HeaderTest is "1" on a test send (digest.Message.Test).
+	HeaderTest = "X-Digest-Test"
+	// TestSubjectPrefix starts the subject of a test send.
+	TestSubjectPrefix = "[TEST] "
+)
+
+// maxAddrLen is the longest address RFC 5321 allows in a path.
+const maxAddrLen = 254
+
+// ErrInvalidAddress is wrapped by ValidateAddress's errors.
+var ErrInvalidAddress = errors.New("invalid email address")
+
+// ValidateAddress checks that email is a bare RFC 5322 addr-spec
+// (local@domain, no display name, no comments) that can go into an SMTP
+// command and a header as is: no spaces, no control characters, at most 254
+// bytes.
+func ValidateAddress(email string) error {
+	switch {
+	case email == "":
+		return fmt.Errorf("%w: empty", ErrInvalidAddress)
+	case len(email) > maxAddrLen:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidAddress, maxAddrLen)
+	case strings.ContainsFunc(email, isSpaceOrControl):
+		return fmt.Errorf("%w: contains a space or control character", ErrInvalidAddress)
+	}
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || a.Name != "" {
+		return fmt.Errorf("%w: %q is not local@domain", ErrInvalidAddress, Clip(email))
+	}
+	at := strings.LastIndexByte(email, '@')
+	if at <= 0 || at == len(email)-1 || strings.ContainsAny(email[at+1:], "[]") {
+		return fmt.Errorf("%w: %q has no domain", ErrInvalidAddress, Clip(email))
+	}
+	return nil
+}
+
+func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+
+// HeaderText turns a display name or subject into one header line: control
+// characters (CR and LF above all) become spaces, so no value can start a
+// header of its own. go-mail then RFC 2047-encodes what is not plain ASCII.
+func HeaderText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// MailpitTag returns the Mailpit tag for key: "dk-" + key id + "-" + hex, in
+// lower case. Mailpit tags allow only letters, digits, '-', '_', '.', '@'
+// and space, at most 100 characters, and its search lowercases the tag, so
+// the ':' of the key must go and a key id of up to 32 characters still fits.
+func MailpitTag(key digest.Key) string {
+	return "dk-" + strings.ToLower(key.KeyID()) + "-" + key.Hex()
+}
+
+// Envelope is what every message of one mailer shares: the From address
+// (whose domain ends every Message-ID) and the fixed List-Unsubscribe
+// entry. The Mailer and the file outbox build their messages through it,
+// so both send the same bytes for a digest.
+type Envelope struct {
+	from            mail.Address
+	fromDomain      string
+	listUnsubscribe string
+}
+
+// NewEnvelope validates from and listUnsubscribe (as in Config).
+func NewEnvelope(from digest.Address, listUnsubscribe string) (Envelope, error) {
+	if err := ValidateAddress(from.Email); err != nil {
+		return Envelope{}, fmt.Errorf("from: %w", err)
+	}
+	if strings.ContainsFunc(listUnsubscribe, unicode.IsControl) {
+		return Envelope{}, errors.New("list-unsubscribe: contains a control character")
+	}
+	return Envelope{
+		from:            mail.Address{Name: HeaderText(from.Name), Address: from.Email},
+		fromDomain:      from.Email[strings.LastIndexByte(from.Email, '@')+1:],
+		listUnsubscribe: strings.TrimSpace(listUnsubscribe),
+	}, nil
+}
+
+// HeaderListUnsubscribePost is RFC 8058's one-click header.
+const HeaderListUnsubscribePost = "List-Unsubscribe-Post"
+
+// setListUnsubscribe writes List-Unsubscribe: the recipient's own URI
+// first, then the fixed value of DIGEST_LIST_UNSUBSCRIBE (e.g. a mailto:),
+// and, when the recipient's URI is https, RFC 8058's
+// "List-Unsubscribe-Post: List-Unsubscribe=One-Click". The URI must not be
+// able to end the header or its <...> entry: no white space, control
+// character, '<', '>' or ','.
+func (e Envelope) setListUnsubscribe(msg *gomail.Msg, uri string) error {
+	var entries []string
+	if uri != "" {
+		if strings.ContainsFunc(uri, isSpaceOrControl) || strings.ContainsAny(uri, "<>,") {
+			return errors.New("unsubscribe URI holds white space, a control character or one of < > ,")
+		}
+		entries = append(entries, "<"+uri+">")
+	}
+	if e.listUnsubscribe != "" {
+		entries = append(entries, e.listUnsubscribe)
+	}
+	if len(entries) > 0 {
+		msg.SetGenHeaderPreformatted(gomail.HeaderListUnsubscribe, strings.Join(entries, ", "))
+	}
+	if strings.HasPrefix(uri, "https://") {
+		msg.SetGenHeader(HeaderListUnsubscribePost, "List-Unsubscribe=One-Click")
+	}
+	return nil
+}
+
+// MessageID returns the Message-ID (without angle brackets) of the message
+// for key from a sender at domain: hex@domain, the same on every retry.
+func MessageID(key digest.Key, domain string) string { return key.Hex() + "@" + domain }
+
+// permanent wraps err as a permanent send failure.
+func permanent(err error) error {
+	return &digest.SendError{Class: digest.ClassPermanent, Err: err}
+}
+
+// build turns m into a go-mail message. Its errors are permanent: the same
+// message will never become valid by retrying.
+func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
+	if m == nil {
+		return nil, permanent(errors.New("nil message"))
+	}
+	key, err := digest.ParseKey(string(m.Key))
+	if err != nil {
+		return nil, permanent(err)
+	}
+	if err := ValidateAddress(m.To.Email); err != nil {
+		return nil, permanent(fmt.Errorf("to: %w", err))
+	}
+	if m.Text == "" && m.HTML == "" {
+		return nil, permanent(errors.New("message has neither text nor HTML"))
+	}
+	// go-mail would name itself and its version in User-Agent and
+	// X-Mailer: it tells a reader which library to aim at, and nobody else
+	// anything.
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
+	from := e.from
+	msg.FromMailAddress(&from)
+	msg.ToMailAddress(&mail.Address{Name: HeaderText(m.To.Name), Address: m.To.Email})
+	subject := HeaderText(m.Subject)
+	if m.Test {
+		subject = TestSubjectPrefix + subject
+		msg.SetGenHeader(HeaderTest, "1")
+	}
+	msg.Subject(subject)
+	msg.SetDateWithValue(now)
+	msg.SetMessageIDWithValue(MessageID(key, e.fromDomain))
+	msg.SetGenHeader(HeaderKey, string(key))
+	msg.SetGenHeader(HeaderMailpitTags, MailpitTag(key))
+	msg.SetGenHeader(HeaderPostmarkKey, string(key))
+	if err := e.setListUnsubscribe(msg, m.Unsubscribe); err != nil {
+		return nil, permanent(err)
+	}
+	switch {
+	case m.Text != "" && m.HTML != "":
+		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	case m.Text != "":
+		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	default:
+		msg.SetBodyString(gomail.TypeTextHTML, m.HTML)
+	}
+	return msg, nil
+}

@@ -1,0 +1,111 @@
+package smtp_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/smtp"
+)
+
+var addressCases = []struct {
+	in string
+	ok bool
+}{
+	{"ada@example.net", true},
+	{"first.last+tag@sub.example.co.uk", true},
+	{"o'brien@example.ie", true},
+	{"user@localhost", true},
+	{"", false},
+	{"plain", false},
+	{"@example.com", false},
+	{"ada@", false},
+	{"ada@@example.com", false},
+	{"ada @example.com", false},
+	{"ada@example.com ", false},
+	{"Ada <ada@example.com>", false},
+	{"<ada@example.com>", false},
+	{"ada@example.com\r\nBcc: evil@attacker.test", false},
+	{"ada@example.com\nX: y", false},
+	{"ada@[127.0.0.1]", false},
+	{"ada@example.com (comment)", false},
+	{"a,b@example.com", false},
+	{strings.Repeat("a", 250) + "@example.com", false},
+}
+
+func TestValidateAddress(t *testing.T) {
+	t.Parallel()
+	for _, c := range addressCases {
+		err := smtp.ValidateAddress(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("ValidateAddress(%q) = %v, want ok=%v", c.in, err, c.ok)
+		}
+		if err != nil && !errors.Is(err, smtp.ErrInvalidAddress) {
+			t.Errorf("ValidateAddress(%q) = %v, want ErrInvalidAddress", c.in, err)
+		}
+	}
+}
+
+// FuzzValidateAddress checks that an accepted address can go into an SMTP
+// command and a header as is, and that rendering (what the Mailer and the
+// outbox send) turns any recipient into either a message or a permanent
+// error, never a panic.
+func FuzzValidateAddress(f *testing.F) {
+	for _, c := range addressCases {
+		f.Add(c.in, "Ada")
+	}
+	env, err := smtp.NewEnvelope(digest.Address{Email: "d@example.com"}, "")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, addr, name string) {
+		err := smtp.ValidateAddress(addr)
+		if err == nil && strings.ContainsAny(addr, "\r\n\x00 <>,") {
+			t.Fatalf("accepted %q", addr)
+		}
+		msg := testMessage(testKey("fz", 'a'))
+		msg.To = digest.Address{Name: name, Email: addr}
+		if _, renderErr := env.Render(msg, time.Unix(0, 0)); renderErr != nil && digest.ClassOf(renderErr) != digest.ClassPermanent {
+			t.Fatalf("Render to %q: %v, want success or permanent", addr, renderErr)
+		}
+	})
+}
+
+func TestMailpitTagFitsMailpitRules(t *testing.T) {
+	t.Parallel()
+	key := digest.Key("Key-ID.with_32_characters_xxxxxx:" + strings.Repeat("f", 64))
+	tag := smtp.MailpitTag(key)
+	if len(tag) > 100 {
+		t.Fatalf("tag %q is %d characters, Mailpit keeps 100", tag, len(tag))
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@", r)) {
+			t.Fatalf("tag %q has %q, which Mailpit would replace", tag, r)
+		}
+	}
+}
+
+func TestNewSMTPMailerValidatesConfig(t *testing.T) {
+	t.Parallel()
+	good, err := smtp.ParseSMTPURL("smtp://127.0.0.1:25?tls=none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		cfg  smtp.Config
+	}{
+		{"no host", smtp.Config{From: digest.Address{Email: "d@example.com"}}},
+		{"bad from", smtp.Config{SMTP: good, From: digest.Address{Email: "not an address"}}},
+		{"CRLF in List-Unsubscribe", smtp.Config{SMTP: good, From: digest.Address{Email: "d@example.com"}, ListUnsubscribe: "<mailto:u@example.com>\r\nBcc: x@evil.test"}},
+		{"negative concurrency", smtp.Config{SMTP: good, From: digest.Address{Email: "d@example.com"}, Concurrency: -1}},
+	}
+	for _, c := range cases {
+		if m, err := smtp.NewMailer(c.cfg); err == nil {
+			_ = m.Close()
+			t.Errorf("%s: NewMailer accepted %+v", c.name, c.cfg)
+		}
+	}
+}

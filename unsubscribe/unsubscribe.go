@@ -147,8 +147,11 @@ func (kr *Keyring) Verify(token string) (string, error) {
 	if k == nil {
 		return "", fmt.Errorf("%w: unknown key id", ErrInvalidToken)
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(b64) // Strict: one spelling per token
-	if err != nil || len(raw) < nonceLen+tagLen {
+	// Strict rejects non-zero padding bits, but the decoder still skips
+	// '\r' and '\n' anywhere in its input: compare with the canonical
+	// spelling, so that one token has exactly one spelling.
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(b64)
+	if err != nil || len(raw) < nonceLen+tagLen || base64.RawURLEncoding.EncodeToString(raw) != b64 {
 		return "", fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
 	n := raw[:nonceLen]

@@ -158,3 +158,23 @@ func FuzzParseTemplate(f *testing.F) {
 		}
 	})
 }
+
+// TestTokenWithLineBreaksIsRefused: Go's base64 decoder skips '\r' and
+// '\n', so a token with one inserted would otherwise verify as a second
+// spelling of the same token (found by FuzzVerifyToken).
+func TestTokenWithLineBreaksIsRefused(t *testing.T) {
+	t.Parallel()
+	kr := ring(t, "u1:"+secretA)
+	tok := kr.Token("cust_0001")
+	for _, brk := range []string{"\r", "\n", "\r\n"} {
+		for i := len("u1~") + 1; i < len(tok); i += 7 {
+			bad := tok[:i] + brk + tok[i:]
+			if id, err := kr.Verify(bad); err == nil {
+				t.Fatalf("%q verified as %q", bad, id)
+			}
+		}
+	}
+	if id, err := kr.Verify(tok); err != nil || id != "cust_0001" {
+		t.Fatalf("the token itself: %q, %v", id, err)
+	}
+}

@@ -6,14 +6,15 @@ import (
 )
 
 // RunEnd is how one run of a week ended, as "digest status" shows it
-// (Store.RecordRunEnd, Store.LastRun). It holds no customer data.
+// (Store.RecordRunEnd, Store.LastRun), also in its JSON. It holds no
+// customer data.
 type RunEnd struct {
-	RunID     string
-	Mode      string // "enforce" or "observe"
-	Shard     string // "I/N", or "" for the whole week
-	ExitCode  int
-	StartedAt time.Time
-	EndedAt   time.Time
+	RunID     string    `json:"run_id"`
+	Mode      string    `json:"mode"`  // "enforce" or "observe"
+	Shard     string    `json:"shard"` // "I/N", or "all" for the whole week
+	ExitCode  int       `json:"exit_code"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
 }
 
 // Validate refuses a RunEnd without the fields status relies on.

@@ -136,3 +136,28 @@ func TestStatusNeedsReview(t *testing.T) {
 		t.Fatalf("status --json with a held receipt: %+v", s)
 	}
 }
+
+// docs/bad-input.md, "Status of a week": each row's exit code and message.
+func TestStatusBadInput(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	e.Seed(10, week40)
+	status := []string{"status", "--week", "2026-W40"}
+	for _, row := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no source", []string{"DIGEST_DATABASE_URL="}, status, 2, "no source: pass --snapshot FILE.jsonl"},
+		{"shard out of range", nil, append(status, "--shard", "5/2"), 2, `index "5" must be 0 to 1`},
+		{"shard without a keyring", []string{"DIGEST_HMAC_KEYS="}, append(status, "--shard", "0/2"), 2, "no HMAC keyring"},
+		{"week not run yet", nil, status, 3, "not run yet"},
+	} {
+		r := e.RunEnv(row.env, row.args...)
+		if r.Code != row.code || !strings.Contains(r.Stdout+r.Stderr, row.msg) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s%s", row.name, r.Code, row.code, row.msg, r.Stdout, r.Stderr)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -114,6 +116,11 @@ func TestStatusTellsAPartialWeek(t *testing.T) {
 	if s := statusOf(t, e, 0); *s.Coverage != 1 || s.Settled != n || s.LastRun == nil {
 		t.Fatalf("status --json of the complete week: %+v", s)
 	}
+	// A run given --send-empty would also send the customers without
+	// activity: status given the same flag expects them.
+	if s := statusOf(t, e, 3, "--send-empty"); *s.Expected <= n || *s.Remaining != *s.Expected-n {
+		t.Fatalf("status --send-empty: %+v; want more than %d expected", s, n)
+	}
 	t.Logf("NUMBERS status: %d digests due; after shard 0/2 settled %d (exit 3), after 1/2 settled %d (exit 0)", n, sent0, n)
 }
 
@@ -160,4 +167,30 @@ func TestStatusBadInput(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d with %q\n%s%s", row.name, r.Code, row.code, row.msg, r.Stdout, r.Stderr)
 		}
 	}
+}
+
+// The issue's own case on the embedded default (SQLite ledger, file
+// outbox, the example snapshot): after shard 0 of 2, 20 digests are due
+// and 9 settled (exit 3); after shard 1 of 2 the week is complete.
+func TestStatusOfASnapshotWeek(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	e := e2etest.Bare(t, dir)
+	e.Vars = []string{"DIGEST_DATABASE_URL=", "DIGEST_HMAC_KEYS=", "DIGEST_HMAC_KEYS_FILE=", "DIGEST_SMTP_URL="}
+	snap := []string{"--week", "2026-W48", "--snapshot", "examples/snapshot.jsonl"}
+	e.MustRun(append([]string{"run", "--shard", "0/2"}, snap...)...)
+	partial := e.Run(append([]string{"status"}, snap...)...)
+	if partial.Code != 3 {
+		t.Fatalf("status after shard 0/2: exit %d, want 3\n%s%s", partial.Code, partial.Stdout, partial.Stderr)
+	}
+	wantLines(t, "status after shard 0/2", partial.Stdout, `^expected +20 `, `^settled +9 `, `^remaining +11$`, `^coverage +45.0%$`)
+	e.MustRun(append([]string{"run", "--shard", "1/2"}, snap...)...)
+	done := e.Run(append([]string{"status"}, snap...)...)
+	if done.Code != 0 {
+		t.Fatalf("status after both shards: exit %d, want 0\n%s%s", done.Code, done.Stdout, done.Stderr)
+	}
+	wantLines(t, "status after both shards", done.Stdout, `^settled +20 `, `^coverage +100.0%$`, `^last run +\S+, enforce, shard 1/2, exit 0,`)
 }

@@ -151,20 +151,20 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 			}
 			return fmt.Errorf("read snapshot: %w", err)
 		}
-		if !q.Shard.Has(rec.Customer.ID) {
+		d, verdict, err := Classify(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
+		if verdict == OtherShard {
 			continue // a source that does not filter shards itself
 		}
 		if p.number == 1 {
 			r.counters.digests.Add(1)
 		}
-		if rec.Customer.Suppressed {
+		if verdict == Suppressed {
 			if p.number == 1 {
 				r.counters.suppressed.Add(1)
 			}
 			continue // no claim, so no receipt to block a later week
 		}
-		d, err := digest.Build(rec, cfg.Spec)
-		if err != nil {
+		if verdict == Invalid {
 			if p.number == 1 {
 				if cfg.Lenient {
 					r.counters.skipped.Add(1)
@@ -175,7 +175,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 			}
 			continue
 		}
-		if d.Empty() && !cfg.SendEmpty {
+		if verdict == Empty {
 			if p.number == 1 {
 				r.counters.skipped.Add(1)
 			}

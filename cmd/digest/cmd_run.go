@@ -170,6 +170,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		err = usagef("%v: a real run would fail", checkErr)
 	}
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
+	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	return err
 }
 

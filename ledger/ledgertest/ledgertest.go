@@ -72,6 +72,7 @@ var tests = []test{
 	{"PruneLeavesTombstones", testPruneLeavesTombstones},
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
+	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
 }
 

@@ -137,6 +137,9 @@ type Event struct {
 	To     digest.State
 	RunID  string
 	Detail string
+	// FromReceipt marks an event no history row holds: Show tells it
+	// from the receipt's own columns (see ReceiptStory).
+	FromReceipt bool
 }
 
 // ListFilter selects receipts for List. Zero fields match everything.

@@ -148,6 +148,9 @@ func TestCostPerDigest(t *testing.T) {
 	if got := after.ins - before.ins; got != int64(n) {
 		t.Errorf("receipts inserted: %d, want %d (one per digest)", got, n)
 	}
+	if got := after.historyRows - before.historyRows; got != 0 {
+		t.Errorf("history rows: %d, want 0: the receipt tells the happy path", got)
+	}
 	if got := after.upd - before.upd; got != 2*int64(n) {
 		t.Errorf("receipts updated: %d, want %d (start and finish)", got, 2*n)
 	}

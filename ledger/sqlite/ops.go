@@ -97,7 +97,7 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ [
 	if err := rows.Err(); err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
-	return r, events, nil
+	return r, ledger.ReceiptStory(r, events), nil
 }
 
 // Release makes a held receipt retryable and due now; see the package doc

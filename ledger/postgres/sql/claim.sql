@@ -66,6 +66,9 @@ event AS (
              ELSE $10::text END
         || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN $11::text ELSE '' END
     FROM claim c
+    -- A new receipt (no previous state) gets no row: its first_claimed_at
+    -- and run_id tell the claim (ledger.ReceiptStory).
+    WHERE c.previous_state IS NOT NULL
 )
 SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,
@@ -143,6 +146,9 @@ event AS (
              ELSE $10::text END
         || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN $11::text ELSE '' END
     FROM claim c
+    -- A new receipt (no previous state) gets no row: its first_claimed_at
+    -- and run_id tell the claim (ledger.ReceiptStory).
+    WHERE c.previous_state IS NOT NULL
 )
 SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,

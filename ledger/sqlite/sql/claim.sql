@@ -41,6 +41,11 @@ WHERE key = ?7;
 INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6);
 
+-- name: SendStartedAt
+-- When the send of key ?1 last started (NULL: never), before a StartSending
+-- replaces it.
+SELECT send_started_at FROM receipts WHERE key = ?1;
+
 -- name: StartSending
 -- Marks the send of key ?2 under token ?3 started at ?1; no row when the
 -- claim is stale.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,13 @@ func TestCostPerDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := s.Pool()
+	var opts []string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'receipts'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(opts, "fillfactor=70") {
+		t.Errorf("receipts options %v: want fillfactor=70 (migration 00005), room for HOT updates", opts)
+	}
 	var pid int
 	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		t.Fatal(err)

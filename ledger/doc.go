@@ -53,7 +53,7 @@
 // the same statement or transaction, with the text defined once in this
 // package (the History* constants, FinishDetail, Action.Detail,
 // MarkSentDetail); "told by the receipt", no row, because the receipt's
-// own columns record it (the happy path: first_claimed_at and run_id for
+// own columns record it (the happy path: first_claimed_at and run_id, or first_run_id, for
 // the first claim, send_started_at for the send start, sent_at and
 // provider_ref for the finish to sent, which writes a row only when its
 // Finish gives a reason), and Show tells the event from them with the same

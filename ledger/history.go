@@ -69,11 +69,12 @@ func FinishWritesHistory(f digest.Finish) bool {
 // ReceiptStory is the history Show presents: the stored rows with the
 // happy path's events, which no row holds, told from the receipt's
 // columns (FromReceipt set, ID 0):
-//   - the first claim (absent → claimed) at first_claimed_at, under the
-//     receipt's run id while no later claim or quarantine replaced it;
+//   - the first claim (absent → claimed) at first_claimed_at, under
+//     run_id, or first_run_id once a later claim replaced run_id;
 //   - the latest send start (claimed → claimed, HistorySendStarted) at
 //     send_started_at; an earlier start that a later one replaced has a
-//     row of its own, written by that later StartSending;
+//     row of its own, written by that later StartSending without a run
+//     id, which is told as the run of the claim in force at that time;
 //   - the finish to sent at sent_at with provider_ref, unless a row
 //     records the move to sent (an operator's mark-sent, a Finish with a
 //     reason).
@@ -92,9 +93,9 @@ func ReceiptStory(r Receipt, rows []Event) []Event {
 	}
 	out := make([]Event, 0, len(rows)+3)
 	if !created && !r.FirstClaimed.IsZero() {
-		run := r.RunID
-		if replaced {
-			run = "" // the first claim's run is no longer stored
+		run := r.FirstRunID // set once a later claim replaced run_id
+		if run == "" && !replaced {
+			run = r.RunID
 		}
 		out = append(out, Event{Key: r.Key, At: r.FirstClaimed, To: digest.StateClaimed, RunID: run,
 			Detail: HistoryClaimed, FromReceipt: true})
@@ -103,6 +104,16 @@ func ReceiptStory(r Receipt, rows []Event) []Event {
 	// By time: the row of a replaced send start is written later than
 	// the takeover or retry before it, at the start's own time.
 	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
+	// Such a row has no run id (the replaced claim's run id is gone by
+	// then): it is the run of the claim in force at the start.
+	run := ""
+	for i, e := range out {
+		if e.To == digest.StateClaimed && e.Detail != HistorySendStarted {
+			run = e.RunID
+		} else if e.Detail == HistorySendStarted && e.RunID == "" {
+			out[i].RunID = run
+		}
+	}
 	tell := func(e Event) {
 		at := len(out)
 		for i := len(out) - 1; i >= 0; i-- {

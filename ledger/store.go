@@ -124,6 +124,7 @@ type Receipt struct {
 	ProviderRef         string
 	LastError           string
 	RunID               string
+	FirstRunID          string // the first claim's run, once a later claim or quarantine replaced RunID; else empty
 	Week                string
 	UpdatedAt           time.Time
 }

@@ -117,8 +117,8 @@ func testHappyPathToldByTheReceipt(t *testing.T, be Driver) {
 	}
 	_, events = show(t, s, k2[0])
 	want = []ledger.Event{
-		{Key: k2[0], At: firstStart, To: digest.StateClaimed, Detail: ledger.HistoryClaimed, FromReceipt: true},
-		{Key: k2[0], At: firstStart, From: digest.StateClaimed, To: digest.StateClaimed, Detail: ledger.HistorySendStarted},
+		{Key: k2[0], At: firstStart, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistoryClaimed, FromReceipt: true},
+		{Key: k2[0], At: firstStart, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistorySendStarted},
 		{Key: k2[0], At: takenAt, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-2",
 			Detail: ledger.ClaimHistory(digest.StateClaimed, digest.StateClaimed, true)},
 		{Key: k2[0], At: secondStart, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-2", Detail: ledger.HistorySendStarted, FromReceipt: true},

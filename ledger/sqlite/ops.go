@@ -34,7 +34,7 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, err
 	err := row.Scan(&key, &r.KeyID, &state, &r.Fingerprint, &r.ConflictFingerprint, &r.Attempts,
 		&r.Token, &lease, &r.SendStarted, &started, &r.MaybeSent, &next,
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
-		&r.RunID, &r.Week, &updated)
+		&r.RunID, &r.Week, &updated, &r.FirstRunID)
 	if err != nil {
 		return ledger.Receipt{}, err
 	}

@@ -10,9 +10,18 @@
 -- move rows to new pages. The finish to sent changes state, which both
 -- receipts indexes hold, so it is never HOT (see docs/scaling.md).
 -- Existing pages keep their fill until rewritten.
+--
+-- first_run_id: the run of the receipt's first claim, which writes no
+-- history row any more (the receipt tells it; see ledger.ReceiptStory).
+-- Set by the claim or quarantine that first replaces run_id; NULL until
+-- then (run_id is still the first claim's), so the happy path stores
+-- nothing more. Receipts made before this migration have their first
+-- claim's history row.
 
 -- +goose Up
 ALTER TABLE receipts SET (fillfactor = 70);
+ALTER TABLE receipts ADD COLUMN first_run_id text;
 
 -- +goose Down
+ALTER TABLE receipts DROP COLUMN first_run_id;
 ALTER TABLE receipts RESET (fillfactor);

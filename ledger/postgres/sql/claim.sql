@@ -48,6 +48,9 @@ claim AS (
         next_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.next_attempt_at END,
         last_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint
             THEN r.last_attempt_at ELSE excluded.last_attempt_at END,
+        -- The first claim's run, kept once a later claim replaces run_id
+        -- (ledger.ReceiptStory tells the first claim with it).
+        first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
     WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
@@ -128,6 +131,9 @@ claim AS (
         next_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.next_attempt_at END,
         last_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint
             THEN r.last_attempt_at ELSE excluded.last_attempt_at END,
+        -- The first claim's run, kept once a later claim replaces run_id
+        -- (ledger.ReceiptStory tells the first claim with it).
+        first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
     WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'

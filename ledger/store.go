@@ -130,6 +130,7 @@ type Receipt struct {
 	ProviderRef         string
 	LastError           string
 	RunID               string
+	FirstRunID          string // the first claim's run, once a later claim or quarantine replaced RunID; else empty
 	Week                string
 	UpdatedAt           time.Time
 }
@@ -143,6 +144,9 @@ type Event struct {
 	To     digest.State
 	RunID  string
 	Detail string
+	// FromReceipt marks an event no history row holds: Show tells it
+	// from the receipt's own columns (see ReceiptStory).
+	FromReceipt bool
 }
 
 // ListFilter selects receipts for List. Zero fields match everything.

@@ -56,6 +56,7 @@ var tests = []test{
 	{"PinSnapshot", testPinSnapshot},
 	{"Observe", testObserve},
 	{"EveryTransitionLeavesAnEvent", testEveryTransitionLeavesAnEvent},
+	{"HappyPathToldByTheReceipt", testHappyPathToldByTheReceipt},
 	{"OperatorReleaseAndMarkSent", testOperatorReleaseAndMarkSent},
 	{"ReleaseQuarantined", testReleaseQuarantined},
 	{"ReleasedQuarantineIsClaimable", testReleasedQuarantineIsClaimable},

@@ -222,11 +222,12 @@ type Runner struct {
 
 	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
 	counters     counters
-	failures     failureKinds
+	claimLatency LatencyHistogram
+
+	failures failureKinds
 	// busyQuick: recheck keys another run holds after busyRecheck rather
 	// than at their lease's expiry (see route).
 	busyQuick bool
-	claimLatency LatencyHistogram
 }
 
 // ClaimLatency returns the histogram of claim round trips (one sample per

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -15,12 +16,22 @@ import (
 // summary's source_rows), claims only their keys, and passes are spaced by
 // when those come due, coalesced, not by a tenth of the lease.
 
+// retryCostScale is the week and the settings of the measurement: 200
+// customers and a 3s lease, or with DIGEST_SOAK set the defaults (45s
+// lease; a 1m look-up delay, under the 3m a command may take here) and 1000 customers (883 digests).
+func retryCostScale() (customers int, lease []string, lookupDelay string) {
+	if os.Getenv("DIGEST_SOAK") != "" {
+		return 1000, nil, "1m"
+	}
+	return 200, []string{"DIGEST_LEASE=3s", "DIGEST_SMTP_TIMEOUT=500ms"}, "1s"
+}
+
 // A first attempt that failed (every RCPT answered 421) leaves the week
 // retryable with a jittered backoff; the next run waits for it in a few
 // passes that read only what is due.
 func TestRetryCostAfterAFailedFirstAttempt(t *testing.T) {
 	t.Parallel()
-	const customers = 200
+	customers, _, _ := retryCostScale()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(customers, week40)
 	addr, _ := replySMTP(t, 421, smtp.EnhancedCode{4, 3, 0}, "try again later")
@@ -29,7 +40,7 @@ func TestRetryCostAfterAFailedFirstAttempt(t *testing.T) {
 		t.Fatalf("first attempt: exit %d, %d retryable; want 3 and %d\n%s", first.Code, first.Count(t, "retryable"), len(want), first.Stderr)
 	}
 
-	r := e.Run("run", "--week", week40s, "--deadline", "2m")
+	r := e.Run("run", "--week", week40s, "--deadline", "5m")
 	passes, calls, rows := r.Count(t, "passes"), r.Count(t, "ledger_calls"), r.Count(t, "source_rows")
 	t.Logf("NUMBERS retry-after-failed-attempt: digests=%d passes=%d ledger_calls=%d source_rows=%d duration=%v", len(want), passes, calls, rows, r.Summary(t)["duration"])
 	if r.Code != 0 {
@@ -55,11 +66,10 @@ func TestRetryCostAfterAFailedFirstAttempt(t *testing.T) {
 // only the customers held.
 func TestRetryCostWaitingOutACrashedLease(t *testing.T) {
 	t.Parallel()
-	const customers = 200
+	customers, lease, delay := retryCostScale()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(customers, week40)
-	lease := []string{"DIGEST_LEASE=3s", "DIGEST_SMTP_TIMEOUT=500ms"}
-	b := startRun(t, e, append(lease, "DIGEST_RATE=20", "DIGEST_BURST=1"), "run", "--week", week40s, "--lookup-delay", "1s")
+	b := startRun(t, e, append(lease, "DIGEST_RATE=20", "DIGEST_BURST=1"), "run", "--week", week40s, "--lookup-delay", delay)
 	e2etest.WaitFor(t, time.Minute, "the first messages", func() bool { return e.MailpitCount() >= 10 || b.exited() })
 	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -76,7 +86,7 @@ func TestRetryCostWaitingOutACrashedLease(t *testing.T) {
 		t.Fatalf("receipts after the kill: %v; want some claims left", rc)
 	}
 
-	r := e.RunEnv(lease, "run", "--week", week40s, "--deadline", "1m", "--lookup-delay", "1s")
+	r := e.RunEnv(lease, "run", "--week", week40s, "--deadline", "10m", "--lookup-delay", delay)
 	passes, calls, rows := r.Count(t, "passes"), r.Count(t, "ledger_calls"), r.Count(t, "source_rows")
 	t.Logf("NUMBERS retry-after-crash: digests=%d left_by_crash=%d passes=%d ledger_calls=%d source_rows=%d duration=%v",
 		len(want), unsettled, passes, calls, rows, r.Summary(t)["duration"])
@@ -85,7 +95,7 @@ func TestRetryCostWaitingOutACrashedLease(t *testing.T) {
 	}
 	e.AssertExactlyOnce(want)
 	if passes > 4 {
-		t.Errorf("%d passes waiting out a 3s lease; want at most 4 (first, quick recheck, expiry, look-up delay)", passes)
+		t.Errorf("%d passes waiting out the lease; want at most 4 (first, quick recheck, expiry, look-up delay)", passes)
 	}
 	if retryRows := rows - customers; retryRows > (passes-1)*unsettled {
 		t.Errorf("retry passes read %d source rows; want at most %d a pass (the claims the crash left)", retryRows, unsettled)

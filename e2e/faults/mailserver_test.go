@@ -1,36 +1,12 @@
 package faults
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weeklydigest/digest/internal/e2etest"
 )
-
-// A server that is down when the run starts: exit 3 at once, nothing
-// claimed, the next run continues.
-func TestSMTPServerDownAtStartExits3(t *testing.T) {
-	t.Parallel()
-	e := e2etest.NewEnv(t)
-	e.Seed(30, week40)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-
-	e.Set("DIGEST_SMTP_URL", "smtp://"+addr+"?tls=none")
-	r := e.Run("run", "--week", week40s, "--deadline", "1m")
-	if r.Code != 3 || !strings.Contains(r.Stderr, "unreachable") || r.Count(t, "passes") != 0 {
-		t.Fatalf("exit %d, %d passes; want 3 before the first pass\n%s", r.Code, r.Count(t, "passes"), r.Stderr)
-	}
-	if rc := e.Receipts(); len(rc) != 0 {
-		t.Fatalf("receipts %v: want none", rc)
-	}
-}
 
 // A server that goes down during the run: the run stops in the pass where
 // the sends in a row that failed to connect reach the circuit threshold,

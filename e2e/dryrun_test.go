@@ -159,3 +159,62 @@ func checkRunLog(t *testing.T, r e2etest.Result, secrets ...string) {
 		}
 	}
 }
+
+// A dry run names a sample of whom it would reach: keys by default,
+// addresses only with --observe-addresses (which a sending run refuses).
+func TestDryRunLogsASampleOfWouldBeRecipients(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	e := e2etest.Bare(t, dir)
+	e.Vars = []string{"DIGEST_HMAC_KEYS=" + e2etest.TestKeyring}
+	args := []string{"run", "--mode", "observe", "--snapshot", "examples/snapshot.jsonl", "--week", "2026-W48"}
+	wouldSend := func(r e2etest.Result) (lines []map[string]any) {
+		t.Helper()
+		sc := bufio.NewScanner(strings.NewReader(r.Stdout + r.Stderr))
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "would send" {
+				lines = append(lines, rec)
+			}
+		}
+		return lines
+	}
+
+	r := e.Run(append(args, "--observe-sample", "5")...)
+	lines := wouldSend(r)
+	if r.Code != 0 || len(lines) != 5 {
+		t.Fatalf("exit %d, %d would-send lines, want 0 and 5\n%s%s", r.Code, len(lines), r.Stdout, r.Stderr)
+	}
+	for _, l := range lines {
+		if _, ok := l["to"]; ok || !strings.Contains(l["key"].(string), ":") {
+			t.Errorf("sampled line %v: want a key and no address", l)
+		}
+	}
+	if strings.Contains(r.Stdout+r.Stderr, "@example") {
+		t.Fatalf("an address reached the log of a dry run without --observe-addresses")
+	}
+
+	r = e.Run(append(args, "--observe-sample", "3", "--observe-addresses")...)
+	lines = wouldSend(r)
+	if r.Code != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, %d would-send lines, want 0 and 3", r.Code, len(lines))
+	}
+	for _, l := range lines {
+		if to, _ := l["to"].(string); !strings.Contains(to, "@") {
+			t.Errorf("sampled line %v: want the address", l)
+		}
+	}
+
+	if r := e.Run(append(args, "--observe-sample", "0")...); r.Code != 0 || len(wouldSend(r)) != 0 {
+		t.Fatalf("--observe-sample 0: exit %d, %d lines", r.Code, len(wouldSend(r)))
+	}
+	if r := e.Run("run", "--snapshot", "examples/snapshot.jsonl", "--week", "2026-W48", "--observe-addresses"); r.Code != 2 {
+		t.Fatalf("--observe-addresses on a sending run: exit %d, want 2\n%s", r.Code, r.Stderr)
+	}
+	if r := e.Run(append(args, "--observe-sample", "-1")...); r.Code != 2 {
+		t.Fatalf("--observe-sample -1: exit %d, want 2", r.Code)
+	}
+}

@@ -83,6 +83,13 @@ type Config struct {
 	Lenient    bool // skip bad source records instead of refusing the run
 
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
+	// ObserveSample is how many would-be recipients an observe run logs
+	// ("would send", by key), so that a dry run shows whom it would reach,
+	// not only how many. Default 10; negative: none.
+	ObserveSample int
+	// ObserveAddresses adds the address to each sampled line. Off by
+	// default: logs carry keys, not customer data.
+	ObserveAddresses bool
 	// ResendPrunedWeek lets an enforce run send a week whose receipts were
 	// pruned (a PruneTombstone): the digests whose receipts went are sent
 	// a second time. Without it such a run fails with *PrunedWeekError.
@@ -153,6 +160,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Sleep == nil {
 		c.Sleep = sleepCtx
+	}
+	if c.ObserveSample == 0 {
+		c.ObserveSample = 10
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -501,16 +501,34 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 		return fmt.Errorf("observe: %w", err)
 	}
 	now := cfg.Now()
-	for _, o := range res {
+	for i, o := range res {
 		r.counters.observed.Add(1)
 		if int(o.Would) < len(r.counters.would) {
 			r.counters.would[o.Would].Add(1)
+		}
+		if o.Would == digest.OutcomeClaimed {
+			p.sample(its[i])
 		}
 		if !o.PreviousAt.IsZero() {
 			r.counters.repeats[AgeBucket(now.Sub(o.PreviousAt), cfg.ReplayHorizon)].Add(1)
 		}
 	}
 	return nil
+}
+
+// sample logs one would-be recipient of an observe run, while the sample
+// is not full: its key (the one a claim would create or find) and, only
+// when asked for, its address.
+func (p *pass) sample(it *item) {
+	cfg := &p.runner.Config
+	if cfg.ObserveSample < 0 || p.runner.counters.sampled.Add(1) > int64(cfg.ObserveSample) {
+		return
+	}
+	attrs := []any{"key", string(it.keys[0])}
+	if cfg.ObserveAddresses {
+		attrs = append(attrs, "to", it.digest.Customer.Email)
+	}
+	cfg.Logger.Info("would send", attrs...)
 }
 
 // busyRecheck is how soon a retry pass looks again at keys another run

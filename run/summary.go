@@ -139,6 +139,7 @@ const numOutcomes = int(digest.OutcomeFailed) + 1
 type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
+	sampled                                                            atomic.Int64 // observe mode: would-be recipients logged
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
 	suppressed, sourceRows                                             atomic.Int64
 	would                                                              [numOutcomes]atomic.Int64 // by digest.Outcome

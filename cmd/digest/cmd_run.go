@@ -76,6 +76,8 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")
+	observeSample := fs.Int("observe-sample", 10, "observe mode: log this many would-be recipients (\"would send\", by key); 0: none")
+	observeAddresses := fs.Bool("observe-addresses", false, "observe mode: add the address to each sampled line (default: keys only, no customer data in logs)")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -97,6 +99,18 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	cfg.ResendPrunedWeek = *resendPruned
 	cfg.AllowEmpty = *allowEmpty
+	switch {
+	case *observeSample < 0:
+		return usagef("--observe-sample %d: want 0 or more", *observeSample)
+	case *observeSample == 0:
+		cfg.ObserveSample = -1
+	default:
+		cfg.ObserveSample = *observeSample
+	}
+	if *observeAddresses && cfg.Mode != run.ModeObserve {
+		return usagef("--observe-addresses goes with --mode observe")
+	}
+	cfg.ObserveAddresses = *observeAddresses
 	if *lookupDelay <= 0 {
 		return usagef("--lookup-delay %s: want a positive duration", *lookupDelay)
 	}

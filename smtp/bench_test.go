@@ -4,14 +4,18 @@ import (
 	"context"
 	"io"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	smtpd "github.com/emersion/go-smtp"
 	gomail "github.com/wneessen/go-mail"
 
+	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/snapshot"
 )
 
 // nullSession accepts and discards everything.
@@ -119,5 +123,65 @@ func BenchmarkSend(b *testing.B) {
 				return err
 			})
 		})
+	}
+}
+
+// renderedMessages renders the digests of examples/snapshot.jsonl for
+// 2026-W48 and returns them as messages, with their digests.
+func renderedMessages(b *testing.B) ([]digest.Digest, *digest.Renderer) {
+	b.Helper()
+	src, err := snapshot.OpenFile(filepath.Join("..", "examples", "snapshot.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	week, err := digest.ParseISOWeek("2026-W48")
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	var ds []digest.Digest
+	for rec, err := range src.Records(context.Background(), digest.SourceQuery{Week: week, Location: time.UTC}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.Customer.Suppressed {
+			continue
+		}
+		d, err := digest.Build(rec, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	r, err := digest.NewRenderer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ds, r
+}
+
+// BenchmarkRenderSend renders each of the example's digests and sends it
+// over one pooled connection to a null server: allocs/op and B/op are per
+// digest, both sides of the process's work (the server runs in-process, so
+// its allocations count too).
+func BenchmarkRenderSend(b *testing.B) {
+	ds, r := renderedMessages(b)
+	addr := startNullSMTP(b)
+	m := newMailer(b, addr, nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		d := &ds[i%len(ds)]
+		out, err := r.Render(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg := &digest.Message{Key: testKey("bench", 'a'), To: digest.Address{Name: d.Customer.Name, Email: "ada@example.net"},
+			Subject: out.Subject, Text: out.Text, HTML: out.HTML}
+		if _, err := m.Send(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -4,18 +4,15 @@ import (
 	"context"
 	"io"
 	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	smtpd "github.com/emersion/go-smtp"
 	gomail "github.com/wneessen/go-mail"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/smtp"
-	"github.com/weeklydigest/digest/snapshot"
 )
 
 // nullSession accepts and discards everything.
@@ -126,46 +123,16 @@ func BenchmarkSend(b *testing.B) {
 	}
 }
 
-// renderedMessages renders the digests of examples/snapshot.jsonl for
-// 2026-W48 and returns them as messages, with their digests.
-func renderedMessages(b *testing.B) ([]digest.Digest, *digest.Renderer) {
-	b.Helper()
-	src, err := snapshot.OpenFile(filepath.Join("..", "examples", "snapshot.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	week, err := digest.ParseISOWeek("2026-W48")
-	if err != nil {
-		b.Fatal(err)
-	}
-	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
-	var ds []digest.Digest
-	for rec, err := range src.Records(context.Background(), digest.SourceQuery{Week: week, Location: time.UTC}) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		if rec.Customer.Suppressed {
-			continue
-		}
-		d, err := digest.Build(rec, spec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
-	r, err := digest.NewRenderer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return ds, r
-}
-
 // BenchmarkRenderSend renders each of the example's digests and sends it
 // over one pooled connection to a null server: allocs/op and B/op are per
 // digest, both sides of the process's work (the server runs in-process, so
 // its allocations count too).
 func BenchmarkRenderSend(b *testing.B) {
-	ds, r := renderedMessages(b)
+	ds := smtp.SampleDigests(b)
+	r, err := digest.NewRenderer()
+	if err != nil {
+		b.Fatal(err)
+	}
 	addr := startNullSMTP(b)
 	m := newMailer(b, addr, nil)
 	ctx := context.Background()

@@ -359,6 +359,8 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	if err != nil {
 		return "", gomail.ErrSMTPData, err
 	}
+	eightBitMIME, _ := client.Extension("8BITMIME")
+	encodeFor8BitMIME(msg, eightBitMIME)
 	if _, err := msg.WriteTo(w); err != nil {
 		return "", gomail.ErrWriteContent, err
 	}

@@ -52,6 +52,7 @@ type testServer struct {
 	fault   fault
 	release chan struct{}
 	faulted atomic.Int64
+	no8bit  atomic.Bool // hide 8BITMIME from EHLO replies
 
 	mu       sync.Mutex
 	commands map[string]int // by verb, as read from the clients (see countConn)
@@ -130,6 +131,13 @@ type countConn struct {
 	s       *testServer
 	line    []byte
 	content bool
+}
+
+func (c *countConn) Write(b []byte) (int, error) {
+	if c.s.no8bit.Load() {
+		b = bytes.ReplaceAll(b, []byte("8BITMIME"), []byte("XBITMIME"))
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *countConn) Read(b []byte) (int, error) {

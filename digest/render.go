@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"golang.org/x/text/message/catalog"
 
 	"github.com/weeklydigest/digest/templates"
@@ -40,8 +39,37 @@ type Rendered struct {
 // CR/LF cannot add lines to the subject or the text part). The HTML part is
 // escaped by html/template on top of that.
 type Renderer struct {
-	types map[string]typeTemplates // by digest type; never written after NewRenderer
-	cat   catalog.Catalog          // the messages of every shipped language
+	types map[string]typeTemplates    // by digest type; never written after NewRenderer
+	cat   catalog.Catalog             // the messages of every shipped language
+	langs map[language.Tag]*langWords // by shipped language; never written after NewRenderer
+}
+
+// langWords are the words of one language that no digest changes,
+// translated once by NewRenderer rather than for every digest.
+type langWords struct {
+	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
+	hello  string
+	kinds  map[string]string // by known kind
+}
+
+func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
+	p := printer(cat, lang)
+	w := &langWords{
+		labels: labels{
+			Heading: p.Sprintf(msgHeading), IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
+			Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
+			Totals: p.Sprintf(msgTotals), Currency: p.Sprintf(msgCurrency),
+			MoneyIn: p.Sprintf(msgMoneyIn), MoneyOut: p.Sprintf(msgMoneyOut), Net: p.Sprintf(msgNet),
+		},
+		hello: p.Sprintf(msgHello),
+		kinds: make(map[string]string, len(knownKinds)),
+	}
+	padded := padRight(w.labels.MoneyIn, w.labels.MoneyOut, w.labels.Net)
+	w.labels.MoneyInPadded, w.labels.MoneyOutPadded, w.labels.NetPadded = padded[0], padded[1], padded[2]
+	for k := range knownKinds {
+		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
+	}
+	return w
 }
 
 type typeTemplates struct {
@@ -61,7 +89,10 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages))}
+	for _, lang := range Languages {
+		r.langs[lang] = newLangWords(cat, lang)
+	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
 		var t typeTemplates
@@ -195,17 +226,12 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	if f.rtl {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
-	v.T = labels{
-		Subject: p.Sprintf(msgSubject, v.Week, v.Range), Heading: p.Sprintf(msgHeading), Intro: p.Sprintf(msgIntro, v.Week, v.Range), IntroEmpty: p.Sprintf(msgIntroEmpty, v.Week, v.Range),
-		IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
-		Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
-		Totals: p.Sprintf(msgTotals), Currency: p.Sprintf(msgCurrency),
-		MoneyIn: p.Sprintf(msgMoneyIn), MoneyOut: p.Sprintf(msgMoneyOut), Net: p.Sprintf(msgNet),
-		Footer: p.Sprintf(msgFooter, v.Zone), Reference: p.Sprintf(msgReference, v.Type, v.Version, v.Week),
-	}
-	padded := padRight(v.T.MoneyIn, v.T.MoneyOut, v.T.Net)
-	v.T.MoneyInPadded, v.T.MoneyOutPadded, v.T.NetPadded = padded[0], padded[1], padded[2]
-	v.Greeting = p.Sprintf(msgHello)
+	words := r.words(lang)
+	v.T = words.labels
+	v.T.Subject = p.Sprintf(msgSubject, v.Week, v.Range)
+	v.T.Intro, v.T.IntroEmpty = p.Sprintf(msgIntro, v.Week, v.Range), p.Sprintf(msgIntroEmpty, v.Week, v.Range)
+	v.T.Footer, v.T.Reference = p.Sprintf(msgFooter, v.Zone), p.Sprintf(msgReference, v.Type, v.Version, v.Week)
+	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = p.Sprintf(msgHelloName, name)
 	}
@@ -217,7 +243,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		}
 		v.Rows[i] = viewRow{
 			Date:        f.day(f, a.OccurredAt.In(loc)),
-			Kind:        r.kind(p, a.Kind),
+			Kind:        words.kind(a.Kind),
 			Description: clean(a.Description),
 			Amount:      amt,
 			Negative:    a.AmountMinor < 0,
@@ -256,11 +282,19 @@ func padRight(ls ...string) []string {
 	return out
 }
 
+// words returns the fixed words of lang, English for a language not shipped.
+func (r *Renderer) words(lang language.Tag) *langWords {
+	if w, ok := r.langs[lang]; ok {
+		return w
+	}
+	return r.langs[language.English]
+}
+
 // kind names an activity kind in the language: from the catalogue for the
 // kinds it knows, else humanKind's English form of the raw kind.
-func (r *Renderer) kind(p *message.Printer, kind string) string {
-	if _, ok := knownKinds[kind]; ok {
-		return p.Sprintf(msgKindPrefix + kind)
+func (w *langWords) kind(kind string) string {
+	if k, ok := w.kinds[kind]; ok {
+		return k
 	}
 	return humanKind(kind)
 }

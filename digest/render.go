@@ -138,23 +138,40 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
 	var out Rendered
-	var b bytes.Buffer
-	if err := t.subject.Execute(&b, v); err != nil {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(b)
+	b.Reset()
+	if err := t.subject.Execute(b, v); err != nil {
 		return Rendered{}, fmt.Errorf("render subject: %w", err)
 	}
 	out.Subject = clean(b.String())
 	v.Subject = out.Subject
 	b.Reset()
-	if err := t.text.Execute(&b, v); err != nil {
+	if err := t.text.Execute(b, v); err != nil {
 		return Rendered{}, fmt.Errorf("render text: %w", err)
 	}
 	out.Text = b.String()
 	b.Reset()
-	if err := t.html.Execute(&b, v); err != nil {
+	if err := t.html.Execute(b, v); err != nil {
 		return Rendered{}, fmt.Errorf("render html: %w", err)
 	}
 	out.HTML = b.String()
 	return out, nil
+}
+
+// renderBuffers are the buffers Render executes templates into, reused so
+// that each digest does not grow a new one to the size of its HTML; a
+// cache of memory only (see TestDigestHoldsNoOrchestration).
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds what returns to renderBuffers: a digest with
+// unusually many rows does not pin its buffer.
+const maxPooledBuffer = 256 << 10
+
+func putRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuffer {
+		renderBuffers.Put(b)
+	}
 }
 
 // view is what the templates see: every value formatted, translated and

@@ -3,6 +3,7 @@ package smtp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/mail"
 	"strings"
 	"time"
@@ -197,12 +198,12 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	}
 	switch {
 	case m.Text != "" && m.HTML != "":
-		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
-		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+		msg.SetBodyWriter(gomail.TypeTextPlain, writeString(m.Text))
+		msg.AddAlternativeWriter(gomail.TypeTextHTML, writeString(m.HTML))
 	case m.Text != "":
-		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+		msg.SetBodyWriter(gomail.TypeTextPlain, writeString(m.Text))
 	default:
-		msg.SetBodyString(gomail.TypeTextHTML, m.HTML)
+		msg.SetBodyWriter(gomail.TypeTextHTML, writeString(m.HTML))
 	}
 	return msg, nil
 }
@@ -237,5 +238,15 @@ func encodeFor8BitMIME(msg *gomail.Msg, eightBitMIME bool) {
 		if p.GetEncoding() == gomail.NoEncoding {
 			p.SetEncoding(gomail.EncodingQP)
 		}
+	}
+}
+
+// writeString is a go-mail body writer for s: unlike SetBodyString it
+// does not copy s into a buffer first, and it writes the same bytes each
+// time the message is written.
+func writeString(s string) func(io.Writer) (int64, error) {
+	return func(w io.Writer) (int64, error) {
+		n, err := io.WriteString(w, s)
+		return int64(n), err
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -37,7 +36,8 @@ type Rendered struct {
 // Digest.From, amounts with the currency's own number of decimals, and every
 // customer-controlled string stripped of control characters (so a name with
 // CR/LF cannot add lines to the subject or the text part). The HTML part is
-// escaped by html/template on top of that.
+// escaped by html/template's contextual analysis on top of that (done once,
+// by NewRenderer: see parseHTML).
 type Renderer struct {
 	types map[string]typeTemplates    // by digest type; never written after NewRenderer
 	cat   catalog.Catalog             // the messages of every shipped language
@@ -75,7 +75,7 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 type typeTemplates struct {
 	subject *texttemplate.Template
 	text    *texttemplate.Template
-	html    *htmltemplate.Template
+	html    *texttemplate.Template // escaped by html/template; see parseHTML
 }
 
 // NewRenderer parses the templates of every digest type found in
@@ -102,7 +102,11 @@ func NewRenderer() (*Renderer, error) {
 		if t.text, err = texttemplate.ParseFS(templates.FS, templates.Text(typ)); err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.html, err = htmltemplate.ParseFS(templates.FS, templates.HTML(typ)); err != nil {
+		src, err := fs.ReadFile(templates.FS, templates.HTML(typ))
+		if err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		if t.html, err = parseHTML(templates.HTML(typ), string(src)); err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
 		r.types[typ] = t
@@ -152,7 +156,7 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 	}
 	out.Text = b.String()
 	b.Reset()
-	if err := t.html.Execute(b, v); err != nil {
+	if err := t.html.Execute(b, htmlView(v)); err != nil {
 		return Rendered{}, fmt.Errorf("render html: %w", err)
 	}
 	out.HTML = b.String()

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"golang.org/x/text/message/catalog"
 
 	"github.com/weeklydigest/digest/templates"
@@ -29,7 +30,8 @@ type Rendered struct {
 }
 
 // Renderer renders digests with the templates of package templates, parsed
-// once. It holds no mutable state and is safe for concurrent use.
+// once. It holds no mutable state but a cache of translated sentences, and
+// is safe for concurrent use.
 //
 // Rendering is deterministic: the same digest gives the same bytes. Values
 // are formatted in Go before they reach a template: dates in the zone of
@@ -42,6 +44,9 @@ type Renderer struct {
 	types map[string]typeTemplates    // by digest type; never written after NewRenderer
 	cat   catalog.Catalog             // the messages of every shipped language
 	langs map[language.Tag]*langWords // by shipped language; never written after NewRenderer
+
+	weekMu sync.Mutex
+	week   map[weekKey]weekText // a cache; see weekWords
 }
 
 // langWords are the words of one language that no digest changes,
@@ -89,7 +94,7 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages))}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]weekText{}}
 	for _, lang := range Languages {
 		r.langs[lang] = newLangWords(cat, lang)
 	}
@@ -249,9 +254,8 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	}
 	words := r.words(lang)
 	v.T = words.labels
-	v.T.Subject = p.Sprintf(msgSubject, v.Week, v.Range)
-	v.T.Intro, v.T.IntroEmpty = p.Sprintf(msgIntro, v.Week, v.Range), p.Sprintf(msgIntroEmpty, v.Week, v.Range)
-	v.T.Footer, v.T.Reference = p.Sprintf(msgFooter, v.Zone), p.Sprintf(msgReference, v.Type, v.Version, v.Week)
+	wk := r.weekWords(p, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
+	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = p.Sprintf(msgHelloName, name)
@@ -301,6 +305,46 @@ func padRight(ls ...string) []string {
 		out[i] = l + strings.Repeat(" ", w+1-utf8.RuneCountInString(l))
 	}
 	return out
+}
+
+// weekKey is what the words of weekWords depend on: the same for every
+// digest of a run in one language and zone.
+type weekKey struct {
+	lang                          language.Tag
+	week, rng, zone, typ, version string
+}
+
+type weekText struct {
+	subject, intro, introEmpty, footer, reference string
+}
+
+// maxWeekWords bounds the cache of weekWords (languages times zones, in
+// practice); past it the cache starts again.
+const maxWeekWords = 1024
+
+// weekWords returns the translated sentences that take the week, the zone
+// and the digest type, from a cache: they are the same for every digest of
+// a run in one language and zone, and translating them is most of what
+// the catalogue costs per digest.
+func (r *Renderer) weekWords(p *message.Printer, k weekKey) weekText {
+	r.weekMu.Lock()
+	w, ok := r.week[k]
+	r.weekMu.Unlock()
+	if ok {
+		return w
+	}
+	w = weekText{
+		subject: p.Sprintf(msgSubject, k.week, k.rng),
+		intro:   p.Sprintf(msgIntro, k.week, k.rng), introEmpty: p.Sprintf(msgIntroEmpty, k.week, k.rng),
+		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, k.week),
+	}
+	r.weekMu.Lock()
+	if len(r.week) >= maxWeekWords {
+		clear(r.week)
+	}
+	r.week[k] = w
+	r.weekMu.Unlock()
+	return w
 }
 
 // words returns the fixed words of lang, English for a language not shipped.

@@ -67,6 +67,11 @@ const (
 	ClassTemporary
 	// ClassPermanent: not accepted and never will be (5xx, bad address).
 	ClassPermanent
+	// ClassFatal: not sent, and no send through this mailer can succeed
+	// until its configuration changes: TLS required but not offered,
+	// authentication refused, an unknown host, an invalid certificate. A
+	// run stops at the first one; retrying would only spin.
+	ClassFatal
 )
 
 func (c Class) String() string {
@@ -75,6 +80,8 @@ func (c Class) String() string {
 		return "temporary"
 	case ClassPermanent:
 		return "permanent"
+	case ClassFatal:
+		return "fatal"
 	default:
 		return "ambiguous"
 	}
@@ -84,7 +91,25 @@ func (c Class) String() string {
 type SendError struct {
 	Class   Class
 	RetryAt time.Time // with ClassTemporary: the earliest retry the provider asked for, or zero
-	Err     error
+	// Kind names the failure without customer data, for counting failures
+	// by kind: KindConnect, "starttls", "RCPT TO 550", …; "" when the
+	// mailer does not say (the class alone is then the kind).
+	Kind string
+	Err  error
+}
+
+// KindConnect is the SendError.Kind of a send that failed before a session
+// with the server existed (refused, timed out, reset): the server may be
+// down. A run stops early when every send fails this way (see package run).
+const KindConnect = "connect"
+
+// KindOf returns the Kind a *SendError carries, or "".
+func KindOf(err error) string {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Kind
+	}
+	return ""
 }
 
 func (e *SendError) Error() string { return fmt.Sprintf("%s: %v", e.Class, e.Err) }

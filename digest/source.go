@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 )
 
@@ -64,6 +65,23 @@ type SourceQuery struct {
 	// file snapshot is fixed by nature and may ignore it.
 	AsOf  time.Time
 	Shard Shard
+	// Customers, when not nil, restricts the records to these customer ids
+	// (sorted ascending, no duplicates): a retry pass reads only the
+	// customers whose digests are due again. Ids not in the source are
+	// ignored. Nil means every customer of the shard.
+	Customers []string
+}
+
+// Wants reports whether customer id is selected by q's Shard and Customers.
+func (q *SourceQuery) Wants(id string) bool {
+	if !q.Shard.Has(id) {
+		return false
+	}
+	if q.Customers == nil {
+		return true
+	}
+	_, found := slices.BinarySearch(q.Customers, id)
+	return found
 }
 
 // Source streams the customers of a fixed snapshot, in customer id order,

@@ -201,9 +201,10 @@ func TestObserveModeSendsNothingAndCountsRepeats(t *testing.T) {
 	if r := e.Receipts(); len(r) != 0 {
 		t.Fatalf("observe mode wrote receipts: %v", r)
 	}
-	status := e.MustRun("status", "--week", "2026-W40")
-	if !strings.Contains(status.Stdout, "observations") {
-		t.Fatalf("status does not report observations:\n%s", status.Stdout)
+	// An observe run settles nothing: status says the week remains (exit 3).
+	status := e.Run("status", "--week", "2026-W40")
+	if status.Code != 3 || !strings.Contains(status.Stdout, "observations") {
+		t.Fatalf("status does not report observations, or exit %d (want 3):\n%s", status.Code, status.Stdout)
 	}
 	// A cohort run enforces for some and observes the rest.
 	cohort := e.MustRun("run", "--week", "2026-W40", "--cohort", "50")

@@ -17,43 +17,54 @@
 // quarantined), a fenced call gets digest.ErrStaleClaim, an operator
 // action ErrWrongState, ErrWasSent or ErrNotFound.
 //
-//	from         when           trigger                            to           by
-//	(none)       -              claim                              claimed      a run
-//	(none)       -              claim with another fingerprint     claimed      a run
-//	claimed      lease expired  claim                              claimed      a run
-//	retryable    due            claim                              claimed      a run
-//	claimed      -              start sending                      claimed      the claim holder
-//	claimed      -              renew                              claimed      the claim holder
-//	claimed      -              finish sent                        sent         the claim holder
-//	claimed      -              finish retryable                   retryable    the claim holder
-//	claimed      -              finish failed                      failed       the claim holder
-//	claimed      -              finish held                        held         the claim holder
-//	claimed      -              claim with another fingerprint     quarantined  a run
-//	sent         -              claim with another fingerprint     quarantined  a run
-//	retryable    -              claim with another fingerprint     quarantined  a run
-//	failed       -              claim with another fingerprint     quarantined  a run
-//	held         -              claim with another fingerprint     quarantined  a run
-//	held         -              release                            retryable    an operator
-//	held         -              mark sent                          sent         an operator
-//	quarantined  never sent     release                            retryable    an operator
-//	sent         not run since  prune                              (none)       an operator
-//	failed       not run since  prune                              (none)       an operator
-//	sent         not run since  prune naming held and quarantined  (none)       an operator
-//	failed       not run since  prune naming held and quarantined  (none)       an operator
-//	held         not run since  prune naming held and quarantined  (none)       an operator
-//	quarantined  not run since  prune naming held and quarantined  (none)       an operator
+//	from         when           trigger                            to           by                history
+//	(none)       -              claim                              claimed      a run             told by the receipt
+//	(none)       -              claim with another fingerprint     claimed      a run             told by the receipt
+//	claimed      lease expired  claim                              claimed      a run             row
+//	retryable    due            claim                              claimed      a run             row
+//	claimed      -              start sending                      claimed      the claim holder  told by the receipt
+//	claimed      -              renew                              claimed      the claim holder  none
+//	claimed      -              finish sent                        sent         the claim holder  told by the receipt
+//	claimed      -              finish retryable                   retryable    the claim holder  row
+//	claimed      -              finish failed                      failed       the claim holder  row
+//	claimed      -              finish held                        held         the claim holder  row
+//	claimed      -              claim with another fingerprint     quarantined  a run             row
+//	sent         -              claim with another fingerprint     quarantined  a run             row
+//	retryable    -              claim with another fingerprint     quarantined  a run             row
+//	failed       -              claim with another fingerprint     quarantined  a run             row
+//	held         -              claim with another fingerprint     quarantined  a run             row
+//	held         -              release                            retryable    an operator       row
+//	held         -              mark sent                          sent         an operator       row
+//	quarantined  never sent     release                            retryable    an operator       row
+//	sent         not run since  prune                              (none)       an operator       none
+//	failed       not run since  prune                              (none)       an operator       none
+//	sent         not run since  prune naming held and quarantined  (none)       an operator       none
+//	failed       not run since  prune naming held and quarantined  (none)       an operator       none
+//	held         not run since  prune naming held and quarantined  (none)       an operator       none
+//	quarantined  not run since  prune naming held and quarantined  (none)       an operator       none
 //
 // "when" narrows the from-state: lease expired (lease_expires_at <= now),
 // due (next_attempt_at <= now), never sent (no sent_at), not run since
 // (last updated before the prune's cutoff, in a week no run started since
 // the cutoff); "-" is any. "the claim holder" is the run whose token still
 // fences the receipt: its lease may have expired, as long as nobody took
-// the receipt over. Every transition but a renewal (which only moves the
-// lease on) and a prune appends one history row
-// (receipt_events) in the same statement or transaction, with the text
-// defined once in this package (the History* constants, FinishDetail,
-// Action.Detail, MarkSentDetail); a prune removes the history with the
-// receipt and leaves a tombstone per pin of the week.
+// the receipt over. "history" says how the transition enters the
+// receipt's history: "row", one history row (receipt_events) appended in
+// the same statement or transaction, with the text defined once in this
+// package (the History* constants, FinishDetail, Action.Detail,
+// MarkSentDetail); "told by the receipt", no row, because the receipt's
+// own columns record it (the happy path: first_claimed_at and run_id, or first_run_id, for
+// the first claim, send_started_at for the send start, sent_at and
+// provider_ref for the finish to sent, which writes a row only when its
+// Finish gives a reason), and Show tells the event from them with the same
+// text (ReceiptStory, Event.FromReceipt), so an operator still reads
+// claimed → send started → sent with times; "none", nothing: a renewal
+// only moves the lease on, and a prune removes the history with the
+// receipt and leaves a tombstone per pin of the week. A send start that
+// replaces an earlier one (a claim taken over or claimed again after its
+// send started) writes a row for the earlier start, so no start is lost.
+// Takeovers, retries, retryable, failed and held finishes, quarantines,
+// releases and mark-sent all write rows.
 //
 // # Decisions this package makes
 //
@@ -64,8 +75,9 @@
 // IMMEDIATE transaction, which holds the database's write lock. Either way
 // exactly one concurrent caller is told OutcomeClaimed. StartSending and
 // Finish are likewise one multi-row UPDATE per call, and every statement
-// that changes a receipt appends its history row in the same statement
-// (PostgreSQL, a data-modifying CTE) or transaction (SQLite).
+// that changes a receipt appends its history rows, where the transition
+// has one, in the same statement (PostgreSQL, a data-modifying CTE) or
+// transaction (SQLite).
 //
 // Fencing. Every claim gets a new int64 token. StartSending and Finish
 // succeed only while the row is still in state claimed with that token. A

@@ -1,6 +1,10 @@
 package ledger
 
-import "github.com/weeklydigest/digest/digest"
+import (
+	"slices"
+
+	"github.com/weeklydigest/digest/digest"
+)
 
 // The history texts: the detail of each receipt_events row a store writes
 // for a transition it makes itself. They are defined here once; the SQLite
@@ -53,4 +57,87 @@ func ClaimHistoryTexts() []any {
 // MarkSentDetail is the history text of an operator's MarkSent.
 func MarkSentDetail(by Action, providerRef string) string {
 	return by.Detail("marked sent as " + providerRef)
+}
+
+// FinishWritesHistory reports whether a Finish writes a history row. A
+// Finish to sent without a reason writes none: the receipt's sent_at and
+// provider_ref say all the row would (ReceiptStory tells it from them).
+func FinishWritesHistory(f digest.Finish) bool {
+	return f.State != digest.StateSent || f.Reason != ""
+}
+
+// ReceiptStory is the history Show presents: the stored rows with the
+// happy path's events, which no row holds, told from the receipt's
+// columns (FromReceipt set, ID 0):
+//   - the first claim (absent → claimed) at first_claimed_at, under
+//     run_id, or first_run_id once a later claim replaced run_id;
+//   - the latest send start (claimed → claimed, HistorySendStarted) at
+//     send_started_at; an earlier start that a later one replaced has a
+//     row of its own, written by that later StartSending without a run
+//     id, which is told as the run of the claim in force at that time;
+//   - the finish to sent at sent_at with provider_ref, unless a row
+//     records the move to sent (an operator's mark-sent, a Finish with a
+//     reason).
+//
+// Events are in time order (rows of equal times in the order written);
+// each told event goes right after the last claim (claimed or taken over)
+// at or before its time. Rows written before the ledger stopped writing
+// these (migration 00005) already tell them; nothing is told twice.
+func ReceiptStory(r Receipt, rows []Event) []Event {
+	var created, sent, replaced, startRow bool
+	for _, e := range rows {
+		created = created || e.From == absentState
+		sent = sent || e.To == digest.StateSent
+		replaced = replaced || e.To == digest.StateClaimed || e.To == digest.StateQuarantined
+		startRow = startRow || e.Detail == HistorySendStarted && e.At.Equal(r.SendStartedAt)
+	}
+	out := make([]Event, 0, len(rows)+3)
+	if !created && !r.FirstClaimed.IsZero() {
+		run := r.FirstRunID // set once a later claim replaced run_id
+		if run == "" && !replaced {
+			run = r.RunID
+		}
+		out = append(out, Event{Key: r.Key, At: r.FirstClaimed, To: digest.StateClaimed, RunID: run,
+			Detail: HistoryClaimed, FromReceipt: true})
+	}
+	out = append(out, rows...)
+	// By time: the row of a replaced send start is written later than
+	// the takeover or retry before it, at the start's own time.
+	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
+	// Such a row has no run id (the replaced claim's run id is gone by
+	// then): it is the run of the claim in force at the start.
+	run := ""
+	for i, e := range out {
+		if e.To == digest.StateClaimed && e.Detail != HistorySendStarted {
+			run = e.RunID
+		} else if e.Detail == HistorySendStarted && e.RunID == "" {
+			out[i].RunID = run
+		}
+	}
+	tell := func(e Event) {
+		at := len(out)
+		for i := len(out) - 1; i >= 0; i-- {
+			if out[i].To == digest.StateClaimed && !out[i].At.After(e.At) {
+				at = i + 1
+				if e.RunID == "" {
+					e.RunID = out[i].RunID
+				}
+				break
+			}
+		}
+		out = append(out[:at], append([]Event{e}, out[at:]...)...)
+	}
+	if !r.SendStartedAt.IsZero() && !startRow {
+		tell(Event{Key: r.Key, At: r.SendStartedAt, From: digest.StateClaimed, To: digest.StateClaimed,
+			Detail: HistorySendStarted, FromReceipt: true})
+	}
+	if !r.SentAt.IsZero() && !sent {
+		run := ""
+		if r.State == digest.StateSent {
+			run = r.RunID // the finish's run: nothing after it changes the run id
+		}
+		tell(Event{Key: r.Key, At: r.SentAt, From: digest.StateClaimed, To: digest.StateSent, RunID: run,
+			Detail: FinishDetail(digest.Finish{State: digest.StateSent, ProviderRef: r.ProviderRef}), FromReceipt: true})
+	}
+	return out
 }

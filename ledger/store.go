@@ -45,6 +45,12 @@ type Store interface {
 	// Pinned returns what the first run of pin fixed, and false when the
 	// week is not pinned yet; it never pins (previews and test sends).
 	Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error)
+	// RecordRunEnd records how a run of pin ended, replacing what the
+	// previous run of pin recorded: "digest status" shows the last one.
+	RecordRunEnd(ctx context.Context, pin digest.SnapshotPin, end RunEnd) error
+	// LastRun returns what RecordRunEnd last recorded for pin, and false
+	// when no run of pin has ended yet.
+	LastRun(ctx context.Context, pin digest.SnapshotPin) (RunEnd, bool, error)
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 
@@ -124,6 +130,7 @@ type Receipt struct {
 	ProviderRef         string
 	LastError           string
 	RunID               string
+	FirstRunID          string // the first claim's run, once a later claim or quarantine replaced RunID; else empty
 	Week                string
 	UpdatedAt           time.Time
 }
@@ -137,6 +144,9 @@ type Event struct {
 	To     digest.State
 	RunID  string
 	Detail string
+	// FromReceipt marks an event no history row holds: Show tells it
+	// from the receipt's own columns (see ReceiptStory).
+	FromReceipt bool
 }
 
 // ListFilter selects receipts for List. Zero fields match everything.

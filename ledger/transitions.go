@@ -58,18 +58,33 @@ const (
 // absentState is the From or To of a transition that has no receipt.
 const absentState digest.State = ""
 
+// Row is how a transition enters a receipt's history.
+type Row string
+
+const (
+	// RowWritten: the store writes a history row (receipt_events).
+	RowWritten Row = "row"
+	// RowTold: no row; the receipt's own columns record the transition
+	// and Show tells it from them (ReceiptStory). The happy path: the
+	// first claim, the send start, the finish to sent.
+	RowTold Row = "told by the receipt"
+	// RowNone: nothing: a renewal is not a change of state, and a prune
+	// removes the history with the receipt.
+	RowNone Row = "none"
+)
+
 // Transition is one edge of the state diagram: From (empty: no receipt)
 // under When, Trigger moves the receipt to To (empty: removed), caused by
-// By, and writes a history row saying History (see the History*
-// constants; empty: the text depends on the request, as FinishDetail and
-// Action.Detail make it, or no row is written: a renewal is not a change
-// of state, and a prune removes the history with the receipt).
+// By, and enters the history as Row says, saying History (see the
+// History* constants; empty: the text depends on the request, as
+// FinishDetail and Action.Detail make it, or there is no history entry).
 type Transition struct {
 	From    digest.State
 	When    Condition
 	Trigger Trigger
 	To      digest.State
 	By      Actor
+	Row     Row
 	History string
 }
 
@@ -79,30 +94,30 @@ type Transition struct {
 // ErrNotFound) and writes no history. The package doc draws it; the
 // contract suite (ledgertest) walks every state × trigger on each store.
 var Transitions = []Transition{
-	{absentState, Always, TriggerClaim, digest.StateClaimed, ActorRun, HistoryClaimed},
-	{absentState, Always, TriggerClaimOtherFingerprint, digest.StateClaimed, ActorRun, HistoryClaimed},
-	{digest.StateClaimed, LeaseExpired, TriggerClaim, digest.StateClaimed, ActorRun, HistoryTakenOver},
-	{digest.StateRetryable, Due, TriggerClaim, digest.StateClaimed, ActorRun, HistoryClaimedAgain},
-	{digest.StateClaimed, Always, TriggerStartSending, digest.StateClaimed, ActorHolder, HistorySendStarted},
-	{digest.StateClaimed, Always, TriggerRenew, digest.StateClaimed, ActorHolder, ""},
-	{digest.StateClaimed, Always, TriggerFinishSent, digest.StateSent, ActorHolder, ""},
-	{digest.StateClaimed, Always, TriggerFinishRetryable, digest.StateRetryable, ActorHolder, ""},
-	{digest.StateClaimed, Always, TriggerFinishFailed, digest.StateFailed, ActorHolder, ""},
-	{digest.StateClaimed, Always, TriggerFinishHeld, digest.StateHeld, ActorHolder, ""},
-	{digest.StateClaimed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
-	{digest.StateSent, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
-	{digest.StateRetryable, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
-	{digest.StateFailed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
-	{digest.StateHeld, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, HistoryQuarantined},
-	{digest.StateHeld, Always, TriggerRelease, digest.StateRetryable, ActorOperator, ""},
-	{digest.StateHeld, Always, TriggerMarkSent, digest.StateSent, ActorOperator, ""},
-	{digest.StateQuarantined, NeverSent, TriggerRelease, digest.StateRetryable, ActorOperator, ""},
-	{digest.StateSent, NotRunSince, TriggerPrune, absentState, ActorOperator, ""},
-	{digest.StateFailed, NotRunSince, TriggerPrune, absentState, ActorOperator, ""},
-	{digest.StateSent, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
-	{digest.StateFailed, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
-	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
-	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, ""},
+	{absentState, Always, TriggerClaim, digest.StateClaimed, ActorRun, RowTold, HistoryClaimed},
+	{absentState, Always, TriggerClaimOtherFingerprint, digest.StateClaimed, ActorRun, RowTold, HistoryClaimed},
+	{digest.StateClaimed, LeaseExpired, TriggerClaim, digest.StateClaimed, ActorRun, RowWritten, HistoryTakenOver},
+	{digest.StateRetryable, Due, TriggerClaim, digest.StateClaimed, ActorRun, RowWritten, HistoryClaimedAgain},
+	{digest.StateClaimed, Always, TriggerStartSending, digest.StateClaimed, ActorHolder, RowTold, HistorySendStarted},
+	{digest.StateClaimed, Always, TriggerRenew, digest.StateClaimed, ActorHolder, RowNone, ""},
+	{digest.StateClaimed, Always, TriggerFinishSent, digest.StateSent, ActorHolder, RowTold, ""},
+	{digest.StateClaimed, Always, TriggerFinishRetryable, digest.StateRetryable, ActorHolder, RowWritten, ""},
+	{digest.StateClaimed, Always, TriggerFinishFailed, digest.StateFailed, ActorHolder, RowWritten, ""},
+	{digest.StateClaimed, Always, TriggerFinishHeld, digest.StateHeld, ActorHolder, RowWritten, ""},
+	{digest.StateClaimed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, RowWritten, HistoryQuarantined},
+	{digest.StateSent, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, RowWritten, HistoryQuarantined},
+	{digest.StateRetryable, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, RowWritten, HistoryQuarantined},
+	{digest.StateFailed, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, RowWritten, HistoryQuarantined},
+	{digest.StateHeld, Always, TriggerClaimOtherFingerprint, digest.StateQuarantined, ActorRun, RowWritten, HistoryQuarantined},
+	{digest.StateHeld, Always, TriggerRelease, digest.StateRetryable, ActorOperator, RowWritten, ""},
+	{digest.StateHeld, Always, TriggerMarkSent, digest.StateSent, ActorOperator, RowWritten, ""},
+	{digest.StateQuarantined, NeverSent, TriggerRelease, digest.StateRetryable, ActorOperator, RowWritten, ""},
+	{digest.StateSent, NotRunSince, TriggerPrune, absentState, ActorOperator, RowNone, ""},
+	{digest.StateFailed, NotRunSince, TriggerPrune, absentState, ActorOperator, RowNone, ""},
+	{digest.StateSent, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateFailed, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 }
 
 // Next returns the transition that trigger causes from a receipt in state

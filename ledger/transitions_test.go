@@ -18,14 +18,14 @@ func diagram() []string {
 		}
 		return s
 	}
-	lines := []string{fmt.Sprintf("%-12s %-14s %-34s %-12s %s", "from", "when", "trigger", "to", "by")}
+	lines := []string{fmt.Sprintf("%-12s %-14s %-34s %-12s %-17s %s", "from", "when", "trigger", "to", "by", "history")}
 	for _, tr := range ledger.Transitions {
 		when := string(tr.When)
 		if when == "" {
 			when = "-"
 		}
-		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-12s %-14s %-34s %-12s %s",
-			orNone(string(tr.From)), when, tr.Trigger, orNone(string(tr.To)), tr.By), " "))
+		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-12s %-14s %-34s %-12s %-17s %s",
+			orNone(string(tr.From)), when, tr.Trigger, orNone(string(tr.To)), tr.By, tr.Row), " "))
 	}
 	return lines
 }

@@ -47,6 +47,27 @@
 // lease ends, so no other run can take a claim over while its send is under
 // way.
 //
+// # Retry passes
+//
+// The first pass reads the whole source (of the shard). It remembers the
+// customers it left pending, with when each comes due (pendingCustomers,
+// at most MaxPendingCustomers ids; above that a retry pass reads the whole
+// source again), and a retry pass reads only those due then
+// (digest.SourceQuery.Customers) and claims only their keys. The run wakes
+// for the first due row and takes those due within retryCoalesce after it.
+// Keys another run holds are rechecked after busyRecheck while their
+// holder may be finishing them (the first pass; a pass that found such
+// keys settled), else at the lease expiry the claim reported.
+//
+// # Mail server failures
+//
+// Config.Preflight runs before the week is pinned. A send error of
+// digest.ClassFatal (from the preflight or any send) stops the run with
+// ErrMailerUnusable; sends failing to connect (digest.KindConnect)
+// circuitThreshold times in a row, or in every send of deadPassesToStop
+// passes, stop it with ErrMailerUnreachable. The first failure of each
+// kind is logged; all are counted in Summary.Failures.
+//
 // # Stopping
 //
 // Cancelling the context (SIGTERM) stops reading and claiming; a claim call

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -36,6 +38,14 @@ type pass struct {
 	number  int            // 1 for the first pass, which alone counts what it reads
 	nextDue nextDueTracker // the earliest time a row left pending comes due
 	held    heldClaims     // claims taken and not yet recorded: renewed by renew
+
+	left   pendingCustomers // the customers this pass left pending
+	streak connectStreak    // sends that failed to connect
+	// settledByOthers counts keys a retry pass found already sent: another
+	// run holding them finished (see route).
+	settledByOthers atomic.Int64
+	halt            func(error) // stops the pass's intake, remembering why
+	halted          atomic.Bool
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -62,6 +72,15 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	// intakeCtx stops the reader and the claims when a later stage fails.
 	intakeCtx, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()
+	var haltErr error
+	var haltOnce sync.Once
+	p.halt = func(err error) {
+		haltOnce.Do(func() {
+			haltErr = err
+			p.halted.Store(true)
+			stopIntake()
+		})
+	}
 
 	// The leases of the claims held are renewed until the pass has
 	// recorded them all.
@@ -122,6 +141,9 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	if first == nil {
 		first = finErr
 	}
+	if p.halted.Load() {
+		return haltErr // the stages drained; set before they ended
+	}
 	return first
 }
 
@@ -133,6 +155,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 		if ctx.Err() != nil {
 			return nil
 		}
+		r.counters.sourceRows.Add(1)
 		if err != nil {
 			var bad *digest.BadRecordError
 			if errors.As(err, &bad) {
@@ -151,20 +174,23 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 			}
 			return fmt.Errorf("read snapshot: %w", err)
 		}
-		if !q.Shard.Has(rec.Customer.ID) {
+		if !q.Wants(rec.Customer.ID) {
+			continue // a source that does not filter customers itself (a retry pass)
+		}
+		d, verdict, err := Classify(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
+		if verdict == OtherShard {
 			continue // a source that does not filter shards itself
 		}
 		if p.number == 1 {
 			r.counters.digests.Add(1)
 		}
-		if rec.Customer.Suppressed {
+		if verdict == Suppressed {
 			if p.number == 1 {
 				r.counters.suppressed.Add(1)
 			}
 			continue // no claim, so no receipt to block a later week
 		}
-		d, err := digest.Build(rec, cfg.Spec)
-		if err != nil {
+		if verdict == Invalid {
 			if p.number == 1 {
 				if cfg.Lenient {
 					r.counters.skipped.Add(1)
@@ -175,7 +201,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 			}
 			continue
 		}
-		if d.Empty() && !cfg.SendEmpty {
+		if verdict == Empty {
 			if p.number == 1 {
 				r.counters.skipped.Add(1)
 			}

@@ -95,6 +95,11 @@ type Config struct {
 	// started waits as long past the takeover.
 	LookupDelay time.Duration
 	Backoff     Backoff
+	// Preflight, when set, is called in enforce mode before the week is
+	// pinned or anything claimed: for an SMTP mailer, a session without a
+	// message (sender.Check). An error of digest.ClassFatal stops the run
+	// with ErrMailerUnusable, any other with ErrMailerUnreachable.
+	Preflight func(ctx context.Context) error
 
 	RunID  string                                           // transport identity, for the history only
 	Now    func() time.Time                                 // default time.Now
@@ -218,6 +223,11 @@ type Runner struct {
 	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
 	counters     counters
 	claimLatency LatencyHistogram
+
+	failures failureKinds
+	// busyQuick: recheck keys another run holds after busyRecheck rather
+	// than at their lease's expiry (see route).
+	busyQuick bool
 }
 
 // ClaimLatency returns the histogram of claim round trips (one sample per
@@ -249,6 +259,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	sum, err := r.run(ctx)
 	sum.Duration = cfg.Now().Sub(start)
 	sum.ClaimP50, sum.ClaimP99 = r.claimLatency.Quantile(0.50), r.claimLatency.Quantile(0.99)
+	sum.Failures = r.failures.snapshot()
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	}
@@ -262,6 +273,9 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		if err := r.refuseEmptySource(ctx); err != nil {
 			return r.counters.snapshot(), err
 		}
+	}
+	if err := r.preflight(ctx); err != nil {
+		return r.counters.snapshot(), err
 	}
 	pin := digest.SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
 	if err := r.checkPruned(ctx, pin); err != nil {
@@ -288,24 +302,65 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		}
 	}
 
-	q := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
-	passes := 0
+	all := digest.SourceQuery{Week: cfg.Spec.Week, Location: cfg.Spec.Location, AsOf: asOf, Shard: cfg.Shard}
+	passes, deadPasses := 0, 0
+	r.busyQuick = true
+	var left *pendingCustomers // what the last pass left pending; nil: read everyone
+	finish := func(err error) (Summary, error) {
+		s := r.counters.snapshot()
+		s.Passes = passes
+		return s, err
+	}
 	for {
 		passes++
 		p := &pass{runner: r, number: passes}
-		r.counters.pending.Store(0)
-		if err := p.run(ctx, q); err != nil {
-			s := r.counters.snapshot()
-			s.Passes = passes
-			return s, err
+		q, carried := all, &pendingCustomers{}
+		if left != nil {
+			// A retry pass reads only the customers due again; the rest
+			// wait for a later pass and count as pending meanwhile.
+			q.Customers, carried = left.split(cfg.Now())
+		}
+		r.counters.pending.Store(int64(len(carried.due)))
+		err := p.run(ctx, q)
+		if err != nil && !errors.Is(err, ErrMailerUnreachable) {
+			return finish(err)
+		}
+		if p.streak.dead() {
+			deadPasses++
+		} else {
+			deadPasses = 0
+		}
+		if err == nil && deadPasses >= deadPassesToStop {
+			err = fmt.Errorf("%w: every send of the last %d passes failed to connect", ErrMailerUnreachable, deadPasses)
+		}
+		if err != nil {
+			log.Error("stopping early: the mail server is unreachable; the next run continues", "pending", r.counters.pending.Load(), "err", err)
+			return finish(err)
+		}
+		r.busyQuick = passes > 1 && p.settledByOthers.Load() > 0
+		p.left.merge(carried)
+		left = &p.left
+		if left.overflow {
+			left = nil
 		}
 		next := p.nextDue.get()
+		if first := carried.earliest(); !first.IsZero() && (next.IsZero() || first.Before(next)) {
+			next = first
+		}
 		pending := r.counters.pending.Load()
 		if pending == 0 || ctx.Err() != nil || next.IsZero() || cfg.Deadline.IsZero() || next.After(cfg.Deadline) {
 			if pending > 0 && ctx.Err() == nil {
 				log.Info("rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
 			}
 			break
+		}
+		if left != nil {
+			// Wake for the first due row and those due shortly after
+			// it: one pass for a spread of jittered backoffs or lease
+			// expiries, not one each.
+			if last := left.lastWithin(next, retryCoalesce(cfg.Lease)); !last.After(cfg.Deadline) {
+				next = last
+			}
 		}
 		// A retry that came due during the pass is due now, not "in -5m".
 		wait := max(next.Sub(cfg.Now()), 0)
@@ -316,9 +371,25 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	s := r.counters.snapshot()
-	s.Passes = passes
-	return s, nil
+	return finish(nil)
+}
+
+// preflight runs Config.Preflight in enforce mode, before anything is
+// claimed.
+func (r *Runner) preflight(ctx context.Context) error {
+	cfg := &r.Config
+	if cfg.Preflight == nil || cfg.Mode != ModeEnforce {
+		return nil
+	}
+	err := cfg.Preflight(ctx)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return nil // interrupted: the run stops before claiming
+	case digest.ClassOf(err) == digest.ClassFatal:
+		return fmt.Errorf("%w (nothing claimed): %w", ErrMailerUnusable, err)
+	default:
+		return fmt.Errorf("%w (nothing claimed): %w", ErrMailerUnreachable, err)
+	}
 }
 
 // checkWeekPin refuses a run that would not compute the keys and

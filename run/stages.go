@@ -146,6 +146,9 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 		}
 		return true // the sender looks up first
 	case digest.OutcomeAlreadySent:
+		if !first {
+			p.settledByOthers.Add(1) // pending before: another run finished it
+		}
 		if first {
 			c.duplicates.Add(1)
 			if !res.SentAt.IsZero() {
@@ -153,17 +156,24 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			}
 		}
 	case digest.OutcomeBusy:
-		// Another run holds the lease and will most likely finish long
-		// before it expires: look again soon rather than at the expiry.
+		// Another run holds the lease (NextAttempt: its expiry). A live
+		// run renews it and most likely finishes long before; a crashed
+		// one frees it at the expiry. So look again after busyRecheck
+		// while that may pay (the first pass, where runs started together
+		// are met, and after a pass that found such keys settled by their
+		// holder), else at the expiry: waiting out a crashed run's lease
+		// then costs one claim of the pending keys, not one per tenth.
 		c.pending.Add(1)
-		recheck := cfg.Now().Add(busyRecheck(cfg.Lease))
-		if !res.NextAttempt.IsZero() && res.NextAttempt.Before(recheck) {
-			recheck = res.NextAttempt
+		recheck := res.NextAttempt
+		if quick := cfg.Now().Add(busyRecheck(cfg.Lease)); recheck.IsZero() || r.busyQuick && quick.Before(recheck) {
+			recheck = quick
 		}
 		p.nextDue.offer(recheck)
+		p.left.add(it.digest.Customer.ID, recheck)
 	case digest.OutcomeNotDue:
 		c.pending.Add(1)
 		p.nextDue.offer(res.NextAttempt)
+		p.left.add(it.digest.Customer.ID, res.NextAttempt)
 	case digest.OutcomeQuarantined:
 		if first {
 			c.quarantined.Add(1)
@@ -328,6 +338,10 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		p.lost(it, digest.ErrStaleClaim) // found by a renewal; no Finish: it would be refused
 		return
 	}
+	if p.halted.Load() {
+		p.release(it, "not sent: the run stopped (mail server unusable or unreachable)")
+		return
+	}
 	// The send must end before anyone else may take the claim over: it
 	// starts only while the lease covers its worst case, and its deadline
 	// (the mailer's connection deadline) is the lease's end less a margin.
@@ -345,6 +359,9 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
 		return
 	}
+	if p.streak.note(err, circuitThreshold(cfg)) {
+		p.halt(fmt.Errorf("%w: %d sends in a row failed to connect, the last with: %w", ErrMailerUnreachable, circuitThreshold(cfg), err))
+	}
 	if err == nil {
 		it.handed = true
 		it.finish = p.finishFor(it, digest.StateSent, "")
@@ -352,12 +369,21 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		return
 	}
 	switch digest.ClassOf(err) {
+	case digest.ClassFatal:
+		// Nothing was sent and nothing will be until the configuration
+		// changes: give the claim back and stop the run.
+		p.noteFailure(it, err)
+		p.release(it, "not sent: "+err.Error())
+		p.halt(fmt.Errorf("%w: %w", ErrMailerUnusable, err))
 	case digest.ClassTemporary:
+		p.noteFailure(it, err)
 		it.finish = p.finishFor(it, digest.StateRetryable, err.Error())
 		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
 	case digest.ClassPermanent:
+		p.noteFailure(it, err)
 		it.finish = p.finishFor(it, digest.StateFailed, err.Error())
-		cfg.Logger.Warn("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", digest.RedactAddress(err.Error(), it.msg.To.Email))
+		// Each one is a customer whose address bounces: at debug, by key.
+		cfg.Logger.Debug("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", digest.RedactAddress(err.Error(), it.msg.To.Email))
 	default:
 		it.handed = true
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {
@@ -446,6 +472,7 @@ func (p *pass) count(it *item) {
 		}
 		c.pending.Add(1)
 		p.nextDue.offer(it.finish.NextAttempt)
+		p.left.add(it.digest.Customer.ID, it.finish.NextAttempt)
 	case digest.StateFailed:
 		c.failed.Add(1)
 	case digest.StateHeld:
@@ -487,7 +514,8 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 }
 
 // busyRecheck is how soon a retry pass looks again at keys another run
-// holds: a tenth of the lease, between 1 and 30 seconds.
+// holds, while that run may be finishing them (see route): a tenth of the
+// lease, between 1 and 30 seconds.
 func busyRecheck(lease time.Duration) time.Duration {
 	return min(max(lease/10, time.Second), 30*time.Second)
 }

@@ -71,7 +71,14 @@ type Summary struct {
 	ClaimP50      time.Duration      // claim round-trip latency, median
 	ClaimP99      time.Duration      // claim round-trip latency, 99th percentile
 	LedgerCalls   int                // ledger round trips (calls) made
-	Digests       int                // records read from the source
+	Digests       int                // records read from the source by the first pass
+	// SourceRows counts the records read from the source across all
+	// passes: a retry pass reads only the customers due again.
+	SourceRows int
+	// Failures counts failed sends by kind: the class and the mailer's
+	// kind, e.g. "temporary: connect" or "fatal: starttls". The first of
+	// each kind is logged with its cause.
+	Failures map[string]int
 }
 
 // NeedsReview reports whether any row waits for an operator.
@@ -99,7 +106,10 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("lost_after_send", s.LostAfterSend),
 		slog.Int("renewals", s.Renewals), slog.Int("digests", s.Digests),
 		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
-		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes),
+		slog.Int("ledger_calls", s.LedgerCalls), slog.Int("passes", s.Passes), slog.Int("source_rows", s.SourceRows),
+	}
+	if len(s.Failures) > 0 {
+		attrs = append(attrs, slog.Any("failures", s.Failures))
 	}
 	if n := s.LookupsFound + s.LookupsNotFound + s.LookupErrors; n > 0 {
 		attrs = append(attrs, slog.Int("lookups_found", s.LookupsFound), slog.Int("lookups_not_found", s.LookupsNotFound), slog.Int("lookup_errors", s.LookupErrors))
@@ -130,7 +140,7 @@ type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
-	suppressed                                                         atomic.Int64
+	suppressed, sourceRows                                             atomic.Int64
 	would                                                              [numOutcomes]atomic.Int64 // by digest.Outcome
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
@@ -142,7 +152,7 @@ func (c *counters) snapshot() Summary {
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
-		Suppressed:    int(c.suppressed.Load()),
+		Suppressed: int(c.suppressed.Load()), SourceRows: int(c.sourceRows.Load()),
 		LostAfterSend: int(c.lostAfterSend.Load()), Renewals: int(c.renewals.Load()),
 		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}

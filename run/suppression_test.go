@@ -22,7 +22,7 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	p := newProvider()
 	var logs bytes.Buffer
 	r := f.runner(p, p, func(c *run.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) // one line per digest at debug
 	})
 	r.Mailer = rejecting{} // whose replies repeat the address, as SMTP servers' do
 	if sum := f.run(r); sum.Failed != f.want {

@@ -11,7 +11,9 @@ import (
 // QUIT. It sends no message. A dry run calls it so that a server a real run
 // could not use shows before the week goes out, not during it.
 //
-// Errors wrap ErrDial (no usable session) and never contain the password.
+// Errors wrap ErrDial (no usable session) in a *digest.SendError whose
+// class says whether a retry could help (see dialError), and never contain
+// the password.
 func Check(ctx context.Context, cfg Config) error {
 	cfg.Concurrency = 1
 	m, err := NewMailer(cfg)
@@ -20,7 +22,7 @@ func Check(ctx context.Context, cfg Config) error {
 	}
 	c := &conn{}
 	if err := m.dial(ctx, c); err != nil {
-		return fmt.Errorf("%w %s: %w", ErrDial, m.addr, err)
+		return dialError(m.addr, err)
 	}
 	defer m.drop(c)
 	if err := c.smtp.Quit(); err != nil {

@@ -1,11 +1,14 @@
 package smtp
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/textproto"
 	"regexp"
+	"strings"
 
 	gomail "github.com/wneessen/go-mail"
 
@@ -47,7 +50,11 @@ func classifySMTP(stage gomail.SendErrReason, err error) error {
 			class = digest.ClassPermanent
 		}
 	}
-	return &digest.SendError{Class: class, Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
+	kind := fmt.Sprintf("%s: reply %d", stage, code)
+	if code == 0 {
+		kind = stage.String() + ": no reply"
+	}
+	return &digest.SendError{Class: class, Kind: kind, Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
 }
 
 // reusable reports whether a failure on a pooled connection left nothing
@@ -81,6 +88,52 @@ func replyCode(err error) (int, string) {
 		return 0, ""
 	}
 	return te.Code, enhancedRe.FindString(te.Msg)
+}
+
+// dialError classifies a failure to open a session (connect, EHLO,
+// STARTTLS, AUTH) at addr. Nothing was sent. Failures that no retry can
+// fix are digest.ClassFatal, with the kind: "starttls" (TLS required, not
+// offered), "auth" (refused or no usable mechanism), "dns" (no such host),
+// "certificate" (not valid for the host). The rest (refused, timed out,
+// reset) are temporary, of kind digest.KindConnect.
+func dialError(addr string, err error) error {
+	err = fmt.Errorf("%w %s: %w", ErrDial, addr, err)
+	kind := fatalDialKind(err)
+	if kind == "" {
+		return &digest.SendError{Class: digest.ClassTemporary, Kind: digest.KindConnect, Err: err}
+	}
+	return &digest.SendError{Class: digest.ClassFatal, Kind: kind, Err: err}
+}
+
+func fatalDialKind(err error) string {
+	var (
+		dns       *net.DNSError
+		reply     *textproto.Error
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "dns"
+	case errors.As(err, &verify), errors.As(err, &authority), errors.As(err, &host), errors.As(err, &invalid):
+		return "certificate"
+	case errors.As(err, &reply) && reply.Code >= 530 && reply.Code <= 538:
+		return "auth" // 530 auth required, 534 mechanism too weak, 535 credentials invalid, 538 encryption required
+	case errors.Is(err, gomail.ErrNoSupportedAuthDiscovered), errors.Is(err, gomail.ErrPlainAuthNotSupported),
+		errors.Is(err, gomail.ErrLoginAuthNotSupported), errors.Is(err, gomail.ErrCramMD5AuthNotSupported),
+		errors.Is(err, gomail.ErrXOauth2AuthNotSupported):
+		return "auth"
+	// go-mail reports these two with untyped errors: their text is all
+	// there is to go by.
+	case strings.Contains(msg, "does not support STARTTLS"):
+		return "starttls"
+	case strings.Contains(msg, "server does not support SMTP AUTH"):
+		return "auth"
+	}
+	return ""
 }
 
 // temporary wraps err as a temporary failure.

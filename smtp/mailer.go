@@ -287,7 +287,7 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 		fresh := c.smtp == nil
 		if fresh {
 			if err := m.dial(ctx, c); err != nil {
-				return "", temporary(fmt.Errorf("%w %s: %w", ErrDial, m.addr, err))
+				return "", dialError(m.addr, err)
 			}
 		}
 		raw := c.raw

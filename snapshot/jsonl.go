@@ -93,10 +93,12 @@ func OpenFile(path string) (*File, error) {
 // Path returns the path the snapshot was opened with.
 func (f *File) Path() string { return f.path }
 
-// Records streams the customers of the file that belong to q.Shard. A bad
-// line is yielded as a *digest.BadRecordError and the stream goes on; a bad
-// line whose customer_id could not be read is yielded by every shard, since
-// no shard can tell it is not its own. Any other error (the file cannot be
+// Records streams the customers of the file that belong to q.Shard (and to
+// q.Customers, when given: the scan then ends past the last of them). A
+// bad line is yielded as a *digest.BadRecordError and the stream goes on; a
+// bad line whose customer_id could not be read is yielded by every shard,
+// since no shard can tell it is not its own, but not to a query for named
+// customers. Any other error (the file cannot be
 // read, ctx is done) ends the stream.
 func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[digest.Record, error] {
 	return func(yield func(digest.Record, error) bool) {
@@ -106,10 +108,14 @@ func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[dige
 			return
 		}
 		defer fh.Close()
+		last := ""
+		if n := len(q.Customers); n > 0 {
+			last = q.Customers[n-1]
+		}
 		for rec, err := range f.scan(ctx, fh) {
 			if err != nil {
 				if bad, ok := errors.AsType[*lineError](err); ok {
-					if bad.customer != "" && !q.Shard.Has(bad.customer) {
+					if bad.customer != "" && !q.Wants(bad.customer) || bad.customer == "" && q.Customers != nil {
 						continue
 					}
 					err = bad.BadRecordError
@@ -119,7 +125,10 @@ func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[dige
 				}
 				continue
 			}
-			if q.Shard.Has(rec.Customer.ID) && !yield(rec, nil) {
+			if q.Customers != nil && rec.Customer.ID > last {
+				return // the file is sorted: no wanted customer follows
+			}
+			if q.Wants(rec.Customer.ID) && !yield(rec, nil) {
 				return
 			}
 		}

@@ -68,6 +68,8 @@ func NewPostgres(pool *pgxpool.Pool, pageSize int) *Postgres {
 // The shard filter is the SQL twin of digest.ShardOf: the first 32 bits of
 // md5(customer_id), unsigned, modulo n. The LEFT JOIN keeps customers with
 // no activity (rows with a NULL occurred_at), which the caller may skip.
+// $8, when not NULL, is the list of customer ids a retry pass reads
+// (SourceQuery.Customers): customer_id = ANY uses the primary key.
 //
 // SUPPRESSED is replaced by the suppression column: "unsubscribed_at IS NOT NULL" when
 // digest_customers has the optional unsubscribed_at column, else "false".
@@ -77,6 +79,7 @@ WITH page AS (
     FROM digest_customers
     WHERE customer_id > $1
       AND ($6::int <= 1 OR (('x' || substr(md5(customer_id), 1, 8))::bit(32)::bigint % $6::int) = $7::int)
+      AND ($8::text[] IS NULL OR customer_id = ANY($8::text[]))
     ORDER BY customer_id
     LIMIT $2
 )
@@ -144,7 +147,7 @@ type sourceRow struct {
 }
 
 func (s *Postgres) page(ctx context.Context, query, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, error) {
-	rows, err := s.pool.Query(ctx, query, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index)
+	rows, err := s.pool.Query(ctx, query, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index, q.Customers)
 	if err != nil {
 		return nil, "", err
 	}

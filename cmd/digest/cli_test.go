@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -178,6 +179,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"invalid rows", run.Summary{Invalid: 1, Held: 1}, nil, ExitFailure},
 		{"ledger down", run.Summary{}, errors.New("claim: connection refused"), ExitFailure},
 		{"config", run.Summary{}, run.ErrConfig, ExitUsage},
+		{"mail server unusable", run.Summary{Pending: 5}, fmt.Errorf("%w: starttls", run.ErrMailerUnusable), ExitUsage},
+		{"mail server unreachable", run.Summary{Pending: 5}, fmt.Errorf("%w: refused", run.ErrMailerUnreachable), ExitIncomplete},
 	} {
 		var out bytes.Buffer
 		if got := exitCode(&Env{Stderr: &out}, "run", runExit(tc.sum, tc.err)); got != tc.want {

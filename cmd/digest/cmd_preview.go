@@ -166,18 +166,11 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 
 // pinned adopts the week's pin, if a run has made one.
 func (wv *weekView) pinned(ctx context.Context, store ledger.Store) error {
-	wp, ok, err := store.Pinned(ctx, digest.SnapshotPin{Type: wv.spec.Type, Week: wv.spec.Week, Version: wv.spec.Version})
+	spec, wp, ok, err := pinnedSpec(ctx, store, wv.spec)
 	if err != nil || !ok {
 		return err
 	}
-	wv.asOf = wp.AsOf
-	if wp.Zone != "" {
-		loc, err := time.LoadLocation(wp.Zone)
-		if err != nil {
-			return fmt.Errorf("week %s is pinned to zone %q: %w", wv.spec.Week, wp.Zone, err)
-		}
-		wv.spec.Location = loc
-	}
+	wv.spec, wv.asOf = spec, wp.AsOf
 	if kr, ok := wv.keys.Pinned(wp.KeyID); ok {
 		wv.keys = kr
 	}
@@ -213,6 +206,23 @@ func (wv *weekView) each(ctx context.Context, fn func(*digest.Digest, *digest.Me
 		}
 	}
 	return ctx.Err()
+}
+
+// pinnedSpec reads the week's pin without making one: spec in the pinned
+// zone, and the pin (as_of, key id); false when no run has pinned the week.
+func pinnedSpec(ctx context.Context, store ledger.Store, spec digest.Spec) (digest.Spec, digest.WeekPin, bool, error) {
+	wp, ok, err := store.Pinned(ctx, digest.SnapshotPin{Type: spec.Type, Week: spec.Week, Version: spec.Version})
+	if err != nil || !ok {
+		return spec, wp, false, err
+	}
+	if wp.Zone != "" {
+		loc, err := time.LoadLocation(wp.Zone)
+		if err != nil {
+			return spec, wp, false, fmt.Errorf("week %s is pinned to zone %q: %w", spec.Week, wp.Zone, err)
+		}
+		spec.Location = loc
+	}
+	return spec, wp, true, nil
 }
 
 func fileExists(path string) bool {

@@ -154,6 +154,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		}
 		defer m.Close()
 		r.Mailer, r.Lookup = m, lookup
+		if ms.smtp != nil {
+			// A server no send could use stops the run before it claims.
+			r.Config.Preflight = func(ctx context.Context) error { return smtp.Check(ctx, *ms.smtp) }
+		}
 	} else {
 		checks, checkErr = checkMailer(ctx, st, ms, log)
 	}
@@ -170,6 +174,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		err = usagef("%v: a real run would fail", checkErr)
 	}
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
+	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	return err
 }
 
@@ -285,6 +290,8 @@ func runExit(sum run.Summary, err error) error {
 		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
 	case err != nil && isUsage(err):
 		return usagef("%v", err)
+	case errors.Is(err, run.ErrMailerUnreachable):
+		return &exitError{code: ExitIncomplete, err: err}
 	case err != nil:
 		return &exitError{code: ExitFailure, err: err}
 	case sum.Invalid > 0:

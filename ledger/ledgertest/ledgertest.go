@@ -56,6 +56,7 @@ var tests = []test{
 	{"PinSnapshot", testPinSnapshot},
 	{"Observe", testObserve},
 	{"EveryTransitionLeavesAnEvent", testEveryTransitionLeavesAnEvent},
+	{"HappyPathToldByTheReceipt", testHappyPathToldByTheReceipt},
 	{"OperatorReleaseAndMarkSent", testOperatorReleaseAndMarkSent},
 	{"ReleaseQuarantined", testReleaseQuarantined},
 	{"ReleasedQuarantineIsClaimable", testReleasedQuarantineIsClaimable},
@@ -72,6 +73,7 @@ var tests = []test{
 	{"PruneLeavesTombstones", testPruneLeavesTombstones},
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
+	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
 }
 

@@ -66,6 +66,76 @@ func testEveryTransitionLeavesAnEvent(t *testing.T, be Driver) {
 	}
 }
 
+// testHappyPathToldByTheReceipt: a digest claimed, started and finished
+// sent leaves no history row, and Show still tells claimed → send started
+// → sent with their times from the receipt. A send start that replaces an
+// earlier one (after a takeover) keeps the earlier start as a row, so
+// every start stays in the history.
+func testHappyPathToldByTheReceipt(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	k := keys(t, "customer_1")
+	c := mustClaim(t, s, req(k, "fp1"))
+	claimedAt := clk.Now()
+	clk.Advance(time.Second)
+	if err := start1(t, s, k[0], c.Token); err != nil {
+		t.Fatal(err)
+	}
+	startedAt := clk.Now()
+	clk.Advance(time.Second)
+	if err := finish1(t, s, digest.Finish{Key: k[0], Token: c.Token, State: digest.StateSent, ProviderRef: "ref-1", RunID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, events := show(t, s, k[0])
+	want := []ledger.Event{
+		{Key: k[0], At: claimedAt, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistoryClaimed, FromReceipt: true},
+		{Key: k[0], At: startedAt, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistorySendStarted, FromReceipt: true},
+		{Key: k[0], At: clk.Now(), From: digest.StateClaimed, To: digest.StateSent, RunID: "run-1", Detail: "provider ref ref-1", FromReceipt: true},
+	}
+	if !slices.EqualFunc(events, want, sameEvent) {
+		t.Errorf("happy-path history\n got %+v\nwant %+v", events, want)
+	}
+
+	// Started, taken over, started again, sent.
+	k2 := keys(t, "customer_2")
+	c = mustClaim(t, s, req(k2, "fp1"))
+	firstStart := clk.Now()
+	if err := start1(t, s, k2[0], c.Token); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute)
+	r2 := req(k2, "fp1")
+	r2.RunID = "run-2"
+	c = mustClaim(t, s, r2)
+	takenAt := clk.Now()
+	clk.Advance(time.Second)
+	if err := start1(t, s, k2[0], c.Token); err != nil {
+		t.Fatal(err)
+	}
+	secondStart := clk.Now()
+	if err := finish1(t, s, digest.Finish{Key: k2[0], Token: c.Token, State: digest.StateSent, ProviderRef: "ref-2", RunID: "run-2"}); err != nil {
+		t.Fatal(err)
+	}
+	_, events = show(t, s, k2[0])
+	want = []ledger.Event{
+		{Key: k2[0], At: firstStart, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistoryClaimed, FromReceipt: true},
+		{Key: k2[0], At: firstStart, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-1", Detail: ledger.HistorySendStarted},
+		{Key: k2[0], At: takenAt, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-2",
+			Detail: ledger.ClaimHistory(digest.StateClaimed, digest.StateClaimed, true)},
+		{Key: k2[0], At: secondStart, From: digest.StateClaimed, To: digest.StateClaimed, RunID: "run-2", Detail: ledger.HistorySendStarted, FromReceipt: true},
+		{Key: k2[0], At: secondStart, From: digest.StateClaimed, To: digest.StateSent, RunID: "run-2", Detail: "provider ref ref-2", FromReceipt: true},
+	}
+	if !slices.EqualFunc(events, want, sameEvent) {
+		t.Errorf("history after a takeover\n got %+v\nwant %+v", events, want)
+	}
+}
+
+// sameEvent compares events but for their row ids.
+func sameEvent(a, b ledger.Event) bool {
+	a.ID, b.ID = 0, 0
+	return a.At.Equal(b.At) && a.Key == b.Key && a.From == b.From && a.To == b.To && a.RunID == b.RunID &&
+		a.Detail == b.Detail && a.FromReceipt == b.FromReceipt
+}
+
 func testOperatorReleaseAndMarkSent(t *testing.T, be Driver) {
 	s, clk, _ := fresh(t, be)
 	ctx := context.Background()

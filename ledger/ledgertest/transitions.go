@@ -146,9 +146,10 @@ func apply(ctx context.Context, s ledger.Store, k []digest.Key, c digest.ClaimRe
 
 // testTransitions walks the state diagram, ledger.Transitions: every
 // situation × every trigger, on a receipt of its own. Where the diagram
-// has an edge the receipt must reach its To state with one history row
-// saying the defined text; everywhere else it must stay as it was, with no
-// history row.
+// has an edge the receipt must reach its To state with one new history
+// entry saying the defined text, a stored row or one told by the receipt
+// as the edge's Row says; everywhere else it must stay as it was, with no
+// new history entry.
 func testTransitions(t *testing.T, be Driver) {
 	ctx := context.Background()
 	for _, sit := range situations {
@@ -238,6 +239,9 @@ func walk(ctx context.Context, t *testing.T, be Driver, sit situation, triggers 
 			continue
 		}
 		ev := events[len(events)-1]
+		if ev.FromReceipt != (want.Row == ledger.RowTold) {
+			t.Errorf("%s, %s: history entry told by the receipt: %v; the diagram says %q", sit.name, trigger, ev.FromReceipt, want.Row)
+		}
 		if trigger == ledger.TriggerClaim || trigger == ledger.TriggerClaimOtherFingerprint {
 			detail = ledger.ClaimHistory(sit.state, want.To, after.MaybeSent && want.To == digest.StateClaimed)
 		}

@@ -37,7 +37,7 @@ func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 	err := row.Scan(&key, &r.KeyID, &state, &r.Fingerprint, &r.ConflictFingerprint, &r.Attempts,
 		&r.Token, &lease, &r.SendStarted, &started, &r.MaybeSent, &next,
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
-		&r.RunID, &r.Week, &updated)
+		&r.RunID, &r.Week, &updated, &r.FirstRunID)
 	if err != nil {
 		return ledger.Receipt{}, err
 	}
@@ -85,7 +85,7 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ [
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
-	return r, events, nil
+	return r, ledger.ReceiptStory(r, events), nil
 }
 
 // Release makes a held receipt retryable and due now; see the package doc

@@ -1,7 +1,8 @@
 // Package postgres is the receipt ledger on PostgreSQL (pgx v5): each
 // claim, send mark and finish is one multi-row statement with its history
-// row in the same statement. It implements ledger.Store and passes the
-// contract suite of package ledgertest.
+// rows, where the transition has one (the happy path has none; see package
+// ledger), in the same statement. It implements ledger.Store and passes
+// the contract suite of package ledgertest.
 package postgres
 
 import (

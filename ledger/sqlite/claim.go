@@ -20,6 +20,7 @@ var (
 	quarantineSQL        = queries.Get("Quarantine")
 	claimAgainSQL        = queries.Get("ClaimAgain")
 	insertEventSQL       = queries.Get("InsertEvent")
+	sendStartedAtSQL     = queries.Get("SendStartedAt")
 	startSendingSQL      = queries.Get("StartSending")
 	renewSQL             = queries.Get("Renew")
 	finishSQL            = queries.Get("Finish")
@@ -71,7 +72,9 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 			return digest.ClaimResult{}, err
 		}
 		c = &ledger.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
-		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, key, now, "", digest.StateClaimed, r.RunID, ledger.ClaimHistory("", digest.StateClaimed, false))
+		// No history row: first_claimed_at and run_id tell the claim
+		// (ledger.ReceiptStory).
+		return ledger.Claimed(c, now), nil
 
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined:
 		_, err := tx.ExecContext(ctx, quarantineSQL, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
@@ -152,14 +155,28 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 	errs := make([]error, len(fences))
 	err = s.write(ctx, func(tx sqliteTx) error {
 		for i, f := range fences {
-			var runID string
-			err := tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
+			var (
+				runID   string
+				earlier sql.NullInt64
+			)
+			err := tx.QueryRowContext(ctx, sendStartedAtSQL, string(f.Key)).Scan(&earlier)
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
 			if err == nil {
-				err = sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, digest.StateClaimed, runID, ledger.HistorySendStarted)
+				err = tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
+			}
+			if errors.Is(err, sql.ErrNoRows) {
+				errs[i] = digest.ErrStaleClaim
+				continue
+			}
+			// No row for this start: send_started_at tells it
+			// (ledger.ReceiptStory). An earlier start it replaces gets
+			// its row, at its own time; that claim's run id is no longer
+			// stored.
+			if err == nil && earlier.Valid {
+				err = sqliteEvent(ctx, tx, f.Key, fromMicros(earlier), digest.StateClaimed, digest.StateClaimed, "", ledger.HistorySendStarted)
 			}
 			if err != nil {
 				return fmt.Errorf("start sending %s: %w", f.Key, err)
@@ -231,6 +248,9 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 			if n == 0 {
 				errs[i] = digest.ErrStaleClaim
 				continue
+			}
+			if !ledger.FinishWritesHistory(f) {
+				continue // sent_at and provider_ref tell it (ledger.ReceiptStory)
 			}
 			if err := sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, f.State, f.RunID, ledger.FinishDetail(f)); err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)

@@ -48,6 +48,9 @@ claim AS (
         next_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.next_attempt_at END,
         last_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint
             THEN r.last_attempt_at ELSE excluded.last_attempt_at END,
+        -- The first claim's run, kept once a later claim replaces run_id
+        -- (ledger.ReceiptStory tells the first claim with it).
+        first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
     WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
@@ -66,6 +69,9 @@ event AS (
              ELSE $10::text END
         || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN $11::text ELSE '' END
     FROM claim c
+    -- A new receipt (no previous state) gets no row: its first_claimed_at
+    -- and run_id tell the claim (ledger.ReceiptStory).
+    WHERE c.previous_state IS NOT NULL
 )
 SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,
@@ -125,6 +131,9 @@ claim AS (
         next_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.next_attempt_at END,
         last_attempt_at = CASE WHEN r.fingerprint <> excluded.fingerprint
             THEN r.last_attempt_at ELSE excluded.last_attempt_at END,
+        -- The first claim's run, kept once a later claim replaces run_id
+        -- (ledger.ReceiptStory tells the first claim with it).
+        first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
     WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
@@ -143,6 +152,9 @@ event AS (
              ELSE $10::text END
         || CASE WHEN c.state = 'claimed' AND c.maybe_sent THEN $11::text ELSE '' END
     FROM claim c
+    -- A new receipt (no previous state) gets no row: its first_claimed_at
+    -- and run_id tell the claim (ledger.ReceiptStory).
+    WHERE c.previous_state IS NOT NULL
 )
 SELECT t.idx, true, c.key, c.state, c.fingerprint, c.attempts, c.claim_token,
     c.lease_expires_at, c.next_attempt_at, c.sent_at, c.provider_ref, c.maybe_sent,

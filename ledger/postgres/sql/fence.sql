@@ -4,17 +4,22 @@
 
 -- name: StartMany
 -- Marks claims' sends as started: $1 keys, $2 tokens, $3 now, $4 the history
--- text (ledger.HistorySendStarted). Returns the 1-based positions that matched.
+-- text of an earlier start it replaces (ledger.HistorySendStarted). Returns
+-- the 1-based positions that matched.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    FROM f
-    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, r.run_id
+    FROM f JOIN receipts o ON o.key = f.key
+    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, o.send_started_at AS earlier
 ), event AS (
+    -- No row for this start: the receipt's send_started_at tells it
+    -- (ledger.ReceiptStory). An earlier start it replaces (a claim taken
+    -- over or claimed again after its send started) gets its row here,
+    -- at its own time; that claim's run id is no longer stored.
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $3::timestamptz, 'claimed', 'claimed', run_id, $4::text FROM s
+    SELECT key, earlier, 'claimed', 'claimed', '', $4::text FROM s WHERE earlier IS NOT NULL
 )
 SELECT idx FROM s;
 
@@ -24,12 +29,16 @@ WITH f AS (
     SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
 ), s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    FROM f
-    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, r.run_id
+    FROM f JOIN receipts o ON o.key = f.key
+    WHERE r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
+    RETURNING f.idx, r.key, o.send_started_at AS earlier
 ), event AS (
+    -- No row for this start: the receipt's send_started_at tells it
+    -- (ledger.ReceiptStory). An earlier start it replaces (a claim taken
+    -- over or claimed again after its send started) gets its row here,
+    -- at its own time; that claim's run id is no longer stored.
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $3::timestamptz, 'claimed', 'claimed', run_id, $4::text FROM s
+    SELECT key, earlier, 'claimed', 'claimed', '', $4::text FROM s WHERE earlier IS NOT NULL
 )
 SELECT idx FROM s;
 
@@ -73,10 +82,13 @@ WITH f AS MATERIALIZED (
         updated_at = $10::timestamptz
     FROM f
     WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
+    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
     SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+    -- A finish to sent without a reason gets no row: sent_at and
+    -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
+    WHERE NOT (state = 'sent' AND reason = '')
 )
 SELECT idx FROM u;
 
@@ -100,10 +112,13 @@ WITH f AS (
         updated_at = $10::timestamptz
     FROM f
     WHERE r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail
+    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
     SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+    -- A finish to sent without a reason gets no row: sent_at and
+    -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
+    WHERE NOT (state = 'sent' AND reason = '')
 )
 SELECT idx FROM u;
 

@@ -24,7 +24,8 @@ VALUES (?1, ?2, 'claimed', ?3, 1, ?4, ?5, ?6, ?6, ?7, ?8, ?6);
 -- Quarantines receipt ?4 for the conflicting fingerprint ?1: run id ?2, now ?3.
 UPDATE receipts SET previous_state = state, state = 'quarantined',
     conflict_fingerprint = ?1, lease_expires_at = NULL,
-    maybe_sent = maybe_sent OR (state = 'claimed' AND send_started), run_id = ?2, updated_at = ?3
+    maybe_sent = maybe_sent OR (state = 'claimed' AND send_started),
+    first_run_id = coalesce(first_run_id, run_id), run_id = ?2, updated_at = ?3
 WHERE key = ?4;
 
 -- name: ClaimAgain
@@ -32,7 +33,8 @@ WHERE key = ?4;
 -- maybe sent ?4, now ?5, run id ?6.
 UPDATE receipts SET previous_state = state, state = 'claimed',
     attempts = ?1, claim_token = ?2, lease_expires_at = ?3, send_started = 0,
-    maybe_sent = ?4, next_attempt_at = NULL, last_attempt_at = ?5, run_id = ?6, updated_at = ?5
+    maybe_sent = ?4, next_attempt_at = NULL, last_attempt_at = ?5,
+    first_run_id = coalesce(first_run_id, run_id), run_id = ?6, updated_at = ?5
 WHERE key = ?7;
 
 -- name: InsertEvent
@@ -40,6 +42,11 @@ WHERE key = ?7;
 -- run id, detail.
 INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6);
+
+-- name: SendStartedAt
+-- When the send of key ?1 last started (NULL: never), before a StartSending
+-- replaces it.
+SELECT send_started_at FROM receipts WHERE key = ?1;
 
 -- name: StartSending
 -- Marks the send of key ?2 under token ?3 started at ?1; no row when the

@@ -1,0 +1,106 @@
+package faults
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/weeklydigest/digest/internal/e2etest"
+)
+
+// What retry passes cost, counted by the binary's summary against real
+// PostgreSQL: each retry pass reads only the customers left pending (the
+// summary's source_rows), claims only their keys, and passes are spaced by
+// when those come due, coalesced, not by a tenth of the lease.
+
+// retryCostScale is the week and the settings of the measurement: 200
+// customers and a 3s lease, or with DIGEST_SOAK set the defaults (45s
+// lease; a 1m look-up delay, under the 3m a command may take here) and 1000 customers (883 digests).
+func retryCostScale() (customers int, lease []string, lookupDelay string) {
+	if os.Getenv("DIGEST_SOAK") != "" {
+		return 1000, nil, "1m"
+	}
+	return 200, []string{"DIGEST_LEASE=3s", "DIGEST_SMTP_TIMEOUT=500ms"}, "1s"
+}
+
+// A first attempt that failed (every RCPT answered 421) leaves the week
+// retryable with a jittered backoff; the next run waits for it in a few
+// passes that read only what is due.
+func TestRetryCostAfterAFailedFirstAttempt(t *testing.T) {
+	t.Parallel()
+	customers, _, _ := retryCostScale()
+	e := e2etest.NewEnv(t)
+	want := e.Seed(customers, week40)
+	addr, _ := replySMTP(t, 421, smtp.EnhancedCode{4, 3, 0}, "try again later")
+	first := e.RunEnv([]string{"DIGEST_SMTP_URL=smtp://" + addr + "?tls=none"}, "run", "--week", week40s, "--deadline", "0")
+	if first.Code != 3 || first.Count(t, "retryable") != len(want) {
+		t.Fatalf("first attempt: exit %d, %d retryable; want 3 and %d\n%s", first.Code, first.Count(t, "retryable"), len(want), first.Stderr)
+	}
+
+	r := e.Run("run", "--week", week40s, "--deadline", "5m")
+	passes, calls, rows := r.Count(t, "passes"), r.Count(t, "ledger_calls"), r.Count(t, "source_rows")
+	t.Logf("NUMBERS retry-after-failed-attempt: digests=%d passes=%d ledger_calls=%d source_rows=%d duration=%v", len(want), passes, calls, rows, r.Summary(t)["duration"])
+	if r.Code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.Code, r.Stderr)
+	}
+	e.AssertExactlyOnce(want)
+	// The backoff spreads the due times over 15 s; a pass takes those due
+	// within a tenth of the lease (4.5 s) of the first.
+	if passes > 6 {
+		t.Errorf("%d passes; want at most 6", passes)
+	}
+	if retryRows := rows - customers; retryRows > len(want)+passes {
+		t.Errorf("retry passes read %d source rows; want at most the %d pending (plus one a pass)", retryRows, len(want))
+	}
+	if maxCalls := 1 + 3*passes*(len(want)/100+1) + 2*len(want)/25; calls > maxCalls {
+		t.Errorf("%d ledger calls; want at most %d", calls, maxCalls)
+	}
+}
+
+// A run killed mid-week leaves claims under its lease; the rerun waits
+// them out with one quick recheck and one wake-up at the lease's expiry
+// (plus the look-up delay for the sends that had started), each reading
+// only the customers held.
+func TestRetryCostWaitingOutACrashedLease(t *testing.T) {
+	t.Parallel()
+	customers, lease, delay := retryCostScale()
+	e := e2etest.NewEnv(t)
+	want := e.Seed(customers, week40)
+	b := startRun(t, e, append(lease, "DIGEST_RATE=20", "DIGEST_BURST=1"), "run", "--week", week40s, "--lookup-delay", delay)
+	e2etest.WaitFor(t, time.Minute, "the first messages", func() bool { return e.MailpitCount() >= 10 || b.exited() })
+	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	b.wait()
+	rc := e.Receipts()
+	unsettled := 0
+	for state, n := range rc {
+		if state != "sent" {
+			unsettled += n
+		}
+	}
+	if unsettled == 0 {
+		t.Fatalf("receipts after the kill: %v; want some claims left", rc)
+	}
+
+	r := e.RunEnv(lease, "run", "--week", week40s, "--deadline", "10m", "--lookup-delay", delay)
+	passes, calls, rows := r.Count(t, "passes"), r.Count(t, "ledger_calls"), r.Count(t, "source_rows")
+	t.Logf("NUMBERS retry-after-crash: digests=%d left_by_crash=%d passes=%d ledger_calls=%d source_rows=%d duration=%v",
+		len(want), unsettled, passes, calls, rows, r.Summary(t)["duration"])
+	if r.Code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.Code, r.Stderr)
+	}
+	e.AssertExactlyOnce(want)
+	if passes > 4 {
+		t.Errorf("%d passes waiting out the lease; want at most 4 (first, quick recheck, expiry, look-up delay)", passes)
+	}
+	if retryRows := rows - customers; retryRows > (passes-1)*unsettled {
+		t.Errorf("retry passes read %d source rows; want at most %d a pass (the claims the crash left)", retryRows, unsettled)
+	}
+	if maxCalls := 1 + 3*(len(want)/100+1) + 2*len(want)/25 + 3*(passes-1)*(unsettled/100+1) + unsettled; calls > maxCalls {
+		t.Errorf("%d ledger calls; want at most %d", calls, maxCalls)
+	}
+}

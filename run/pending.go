@@ -1,0 +1,101 @@
+package run
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// MaxPendingCustomers bounds the customer ids a run remembers between
+// passes: those whose digests were left pending (retryable, not due, or
+// busy under another run's lease), each with the time it comes due. A
+// retry pass reads only the ones due by then (SourceQuery.Customers), so
+// that a pass costs what is left, not the week. Above the bound (about
+// 100 bytes an id, so ~10 MB) the run forgets them and the retry pass
+// reads the whole source, as a first pass does.
+const MaxPendingCustomers = 100_000
+
+// pendingCustomers are the customers a pass left pending, with when each
+// comes due; overflow once more than MaxPendingCustomers were added.
+type pendingCustomers struct {
+	mu       sync.Mutex
+	due      map[string]time.Time
+	overflow bool
+}
+
+func (s *pendingCustomers) add(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.overflow {
+		return
+	}
+	if s.due == nil {
+		s.due = map[string]time.Time{}
+	}
+	if old, ok := s.due[id]; !ok || at.Before(old) {
+		s.due[id] = at
+	}
+	if len(s.due) > MaxPendingCustomers {
+		s.overflow, s.due = true, nil
+	}
+}
+
+// merge adds what another set holds (customers left over, not read by
+// the pass that made s).
+func (s *pendingCustomers) merge(o *pendingCustomers) {
+	if o.overflow {
+		s.mu.Lock()
+		s.overflow, s.due = true, nil
+		s.mu.Unlock()
+		return
+	}
+	for id, at := range o.due {
+		s.add(id, at)
+	}
+}
+
+// earliest returns the earliest due time, or zero.
+func (s *pendingCustomers) earliest() time.Time {
+	var first time.Time
+	for _, at := range s.due {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// retryCoalesce is how much later than its due time a pending row may be
+// retried, so that rows due close together share a retry pass: a tenth of
+// the lease, 1 to 30 seconds (as busyRecheck).
+func retryCoalesce(lease time.Duration) time.Duration { return busyRecheck(lease) }
+
+// lastWithin returns the latest due time in [first, first+window]; first
+// when none is.
+func (s *pendingCustomers) lastWithin(first time.Time, window time.Duration) time.Time {
+	last, end := first, first.Add(window)
+	for _, at := range s.due {
+		if at.After(last) && !at.After(end) {
+			last = at
+		}
+	}
+	return last
+}
+
+// split returns, sorted, the customers due at now (at least those due
+// first, should the clock not have reached them), and the set of the rest.
+func (s *pendingCustomers) split(now time.Time) (due []string, rest *pendingCustomers) {
+	if first := s.earliest(); now.Before(first) {
+		now = first
+	}
+	rest = &pendingCustomers{}
+	for id, at := range s.due {
+		if at.After(now) {
+			rest.add(id, at)
+		} else {
+			due = append(due, id)
+		}
+	}
+	slices.Sort(due)
+	return due, rest
+}

@@ -3,6 +3,7 @@ package digest
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -175,6 +176,34 @@ func (f *localeFormat) weekRange(from, to time.Time) string {
 // symbol returns the currency's symbol in lang, from CLDR via x/text
 // ("€", "￥" in Japanese, "US$" in Arabic; the code where CLDR has none).
 func symbol(lang language.Tag, code string) string {
+	k := symbolKey{lang, code}
+	symbols.RLock()
+	s, ok := symbols.m[k]
+	symbols.RUnlock()
+	if ok {
+		return s
+	}
+	s = currencySymbol(lang, code)
+	symbols.Lock()
+	symbols.m[k] = s
+	symbols.Unlock()
+	return s
+}
+
+type symbolKey struct {
+	lang language.Tag
+	code string
+}
+
+// symbols caches currencySymbol: x/text builds a printer and looks the
+// symbol up for every call, tens of allocations per amount. A plain cache
+// (codes are ISO 4217, a few hundred at most per language).
+var symbols = struct {
+	sync.RWMutex
+	m map[symbolKey]string
+}{m: map[symbolKey]string{}}
+
+func currencySymbol(lang language.Tag, code string) string {
 	u := currency.MustParseISO(code)
 	s := message.NewPrinter(lang).Sprint(currency.Symbol(u.Amount(0)))
 	// x/text writes "SYMBOL 0" (with local digits): keep the symbol.

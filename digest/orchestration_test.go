@@ -109,7 +109,9 @@ func orchestration(fset *token.FileSet, f *ast.File) []string {
 			add(imp, "imports "+p)
 		}
 	}
-	allowedSync := []string{"Once", "OnceFunc", "OnceValue", "OnceValues", "Mutex", "RWMutex"}
+	// Pool too: the renderer's buffers (render.go) are a cache of memory,
+	// shared by whatever goroutines render, and coordinate nothing.
+	allowedSync := []string{"Once", "OnceFunc", "OnceValue", "OnceValues", "Mutex", "RWMutex", "Pool"}
 	refused := map[string][]string{
 		"time":    {"AfterFunc", "NewTicker", "Tick"},
 		"context": {"AfterFunc"},

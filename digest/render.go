@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -31,23 +30,57 @@ type Rendered struct {
 }
 
 // Renderer renders digests with the templates of package templates, parsed
-// once. It holds no mutable state and is safe for concurrent use.
+// once. It holds no mutable state but a cache of translated sentences, and
+// is safe for concurrent use.
 //
 // Rendering is deterministic: the same digest gives the same bytes. Values
 // are formatted in Go before they reach a template: dates in the zone of
 // Digest.From, amounts with the currency's own number of decimals, and every
 // customer-controlled string stripped of control characters (so a name with
 // CR/LF cannot add lines to the subject or the text part). The HTML part is
-// escaped by html/template on top of that.
+// escaped by html/template's contextual analysis on top of that (done once,
+// by NewRenderer: see parseHTML).
 type Renderer struct {
-	types map[string]typeTemplates // by digest type; never written after NewRenderer
-	cat   catalog.Catalog          // the messages of every shipped language
+	types map[string]typeTemplates    // by digest type; never written after NewRenderer
+	cat   catalog.Catalog             // the messages of every shipped language
+	langs map[language.Tag]*langWords // by shipped language; never written after NewRenderer
+
+	weekMu sync.Mutex
+	week   map[weekKey]weekText // a cache; see weekWords
+}
+
+// langWords are the words of one language that no digest changes,
+// translated once by NewRenderer rather than for every digest.
+type langWords struct {
+	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
+	hello  string
+	kinds  map[string]string // by known kind
+}
+
+func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
+	p := printer(cat, lang)
+	w := &langWords{
+		labels: labels{
+			Heading: p.Sprintf(msgHeading), IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
+			Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
+			Totals: p.Sprintf(msgTotals), Currency: p.Sprintf(msgCurrency),
+			MoneyIn: p.Sprintf(msgMoneyIn), MoneyOut: p.Sprintf(msgMoneyOut), Net: p.Sprintf(msgNet),
+		},
+		hello: p.Sprintf(msgHello),
+		kinds: make(map[string]string, len(knownKinds)),
+	}
+	padded := padRight(w.labels.MoneyIn, w.labels.MoneyOut, w.labels.Net)
+	w.labels.MoneyInPadded, w.labels.MoneyOutPadded, w.labels.NetPadded = padded[0], padded[1], padded[2]
+	for k := range knownKinds {
+		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
+	}
+	return w
 }
 
 type typeTemplates struct {
 	subject *texttemplate.Template
 	text    *texttemplate.Template
-	html    *htmltemplate.Template
+	html    *texttemplate.Template // escaped by html/template; see parseHTML
 }
 
 // NewRenderer parses the templates of every digest type found in
@@ -61,7 +94,10 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]weekText{}}
+	for _, lang := range Languages {
+		r.langs[lang] = newLangWords(cat, lang)
+	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
 		var t typeTemplates
@@ -71,7 +107,11 @@ func NewRenderer() (*Renderer, error) {
 		if t.text, err = texttemplate.ParseFS(templates.FS, templates.Text(typ)); err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.html, err = htmltemplate.ParseFS(templates.FS, templates.HTML(typ)); err != nil {
+		src, err := fs.ReadFile(templates.FS, templates.HTML(typ))
+		if err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		if t.html, err = parseHTML(templates.HTML(typ), string(src)); err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
 		r.types[typ] = t
@@ -107,23 +147,40 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
 	var out Rendered
-	var b bytes.Buffer
-	if err := t.subject.Execute(&b, v); err != nil {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(b)
+	b.Reset()
+	if err := t.subject.Execute(b, v); err != nil {
 		return Rendered{}, fmt.Errorf("render subject: %w", err)
 	}
 	out.Subject = clean(b.String())
 	v.Subject = out.Subject
 	b.Reset()
-	if err := t.text.Execute(&b, v); err != nil {
+	if err := t.text.Execute(b, v); err != nil {
 		return Rendered{}, fmt.Errorf("render text: %w", err)
 	}
 	out.Text = b.String()
 	b.Reset()
-	if err := t.html.Execute(&b, v); err != nil {
+	if err := t.html.Execute(b, htmlView(v)); err != nil {
 		return Rendered{}, fmt.Errorf("render html: %w", err)
 	}
 	out.HTML = b.String()
 	return out, nil
+}
+
+// renderBuffers are the buffers Render executes templates into, reused so
+// that each digest does not grow a new one to the size of its HTML; a
+// cache of memory only (see TestDigestHoldsNoOrchestration).
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds what returns to renderBuffers: a digest with
+// unusually many rows does not pin its buffer.
+const maxPooledBuffer = 256 << 10
+
+func putRenderBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuffer {
+		renderBuffers.Put(b)
+	}
 }
 
 // view is what the templates see: every value formatted, translated and
@@ -195,17 +252,11 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	if f.rtl {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
-	v.T = labels{
-		Subject: p.Sprintf(msgSubject, v.Week, v.Range), Heading: p.Sprintf(msgHeading), Intro: p.Sprintf(msgIntro, v.Week, v.Range), IntroEmpty: p.Sprintf(msgIntroEmpty, v.Week, v.Range),
-		IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
-		Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
-		Totals: p.Sprintf(msgTotals), Currency: p.Sprintf(msgCurrency),
-		MoneyIn: p.Sprintf(msgMoneyIn), MoneyOut: p.Sprintf(msgMoneyOut), Net: p.Sprintf(msgNet),
-		Footer: p.Sprintf(msgFooter, v.Zone), Reference: p.Sprintf(msgReference, v.Type, v.Version, v.Week),
-	}
-	padded := padRight(v.T.MoneyIn, v.T.MoneyOut, v.T.Net)
-	v.T.MoneyInPadded, v.T.MoneyOutPadded, v.T.NetPadded = padded[0], padded[1], padded[2]
-	v.Greeting = p.Sprintf(msgHello)
+	words := r.words(lang)
+	v.T = words.labels
+	wk := r.weekWords(p, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
+	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
+	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = p.Sprintf(msgHelloName, name)
 	}
@@ -217,7 +268,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		}
 		v.Rows[i] = viewRow{
 			Date:        f.day(f, a.OccurredAt.In(loc)),
-			Kind:        r.kind(p, a.Kind),
+			Kind:        words.kind(a.Kind),
 			Description: clean(a.Description),
 			Amount:      amt,
 			Negative:    a.AmountMinor < 0,
@@ -256,11 +307,59 @@ func padRight(ls ...string) []string {
 	return out
 }
 
+// weekKey is what the words of weekWords depend on: the same for every
+// digest of a run in one language and zone.
+type weekKey struct {
+	lang                          language.Tag
+	week, rng, zone, typ, version string
+}
+
+type weekText struct {
+	subject, intro, introEmpty, footer, reference string
+}
+
+// maxWeekWords bounds the cache of weekWords (languages times zones, in
+// practice); past it the cache starts again.
+const maxWeekWords = 1024
+
+// weekWords returns the translated sentences that take the week, the zone
+// and the digest type, from a cache: they are the same for every digest of
+// a run in one language and zone, and translating them is most of what
+// the catalogue costs per digest.
+func (r *Renderer) weekWords(p *message.Printer, k weekKey) weekText {
+	r.weekMu.Lock()
+	w, ok := r.week[k]
+	r.weekMu.Unlock()
+	if ok {
+		return w
+	}
+	w = weekText{
+		subject: p.Sprintf(msgSubject, k.week, k.rng),
+		intro:   p.Sprintf(msgIntro, k.week, k.rng), introEmpty: p.Sprintf(msgIntroEmpty, k.week, k.rng),
+		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, k.week),
+	}
+	r.weekMu.Lock()
+	if len(r.week) >= maxWeekWords {
+		clear(r.week)
+	}
+	r.week[k] = w
+	r.weekMu.Unlock()
+	return w
+}
+
+// words returns the fixed words of lang, English for a language not shipped.
+func (r *Renderer) words(lang language.Tag) *langWords {
+	if w, ok := r.langs[lang]; ok {
+		return w
+	}
+	return r.langs[language.English]
+}
+
 // kind names an activity kind in the language: from the catalogue for the
 // kinds it knows, else humanKind's English form of the raw kind.
-func (r *Renderer) kind(p *message.Printer, kind string) string {
-	if _, ok := knownKinds[kind]; ok {
-		return p.Sprintf(msgKindPrefix + kind)
+func (w *langWords) kind(kind string) string {
+	if k, ok := w.kinds[kind]; ok {
+		return k
 	}
 	return humanKind(kind)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/textproto"
+	"regexp"
 	"strings"
 
 	gomail "github.com/wneessen/go-mail"
@@ -19,14 +20,10 @@ import (
 // temporary.
 var ErrDial = errors.New("connect to SMTP server")
 
-// classifySMTP turns the result of one go-mail send into the domain's
-// classes. delivered is msg.IsDelivered(): go-mail sets it once the server
-// answered 250 to the end of DATA, and it wins over any later error (a
-// failed RSET after acceptance must not cause a resend).
-//
-// The rest goes by the stage go-mail reports (gomail.SendError.Reason) and
-// the SMTP reply code it parsed (ErrorCode, 0 when the failure was not an
-// SMTP reply but the connection):
+// classifySMTP turns the failure of one exchange (Mailer.exchange) into the
+// domain's classes, by the stage that failed (go-mail's reasons) and the
+// SMTP reply code of err (0 when the failure was not an SMTP reply but the
+// connection):
 //
 //   - a 4xx reply at any stage: temporary; 5xx: permanent;
 //   - no reply while closing DATA (ErrSMTPDataClose): the final dot may have
@@ -35,22 +32,16 @@ var ErrDial = errors.New("connect to SMTP server")
 //     content): the message was not complete, so the server cannot have
 //     accepted it; temporary;
 //   - anything unrecognised: ambiguous, the safe assumption.
-func classifySMTP(err error, delivered bool) error {
-	if err == nil || delivered {
-		return nil
-	}
-	var se *gomail.SendError
-	if !errors.As(err, &se) {
-		return &digest.SendError{Class: digest.ClassAmbiguous, Err: err}
-	}
+func classifySMTP(stage gomail.SendErrReason, err error) error {
+	code, enhanced := replyCode(err)
 	class := digest.ClassAmbiguous
-	switch code := se.ErrorCode(); {
+	switch {
 	case code >= 400 && code < 500:
 		class = digest.ClassTemporary
 	case code >= 500 && code < 600:
 		class = digest.ClassPermanent
 	default:
-		switch se.Reason {
+		switch stage {
 		case gomail.ErrSMTPDataClose, gomail.ErrSMTPReset, gomail.ErrAmbiguous:
 			class = digest.ClassAmbiguous
 		case gomail.ErrConnCheck, gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData, gomail.ErrWriteContent:
@@ -59,13 +50,44 @@ func classifySMTP(err error, delivered bool) error {
 			class = digest.ClassPermanent
 		}
 	}
-	kind := fmt.Sprintf("%s: reply %d", se.Reason, se.ErrorCode())
-	if se.ErrorCode() == 0 {
-		kind = se.Reason.String() + ": no reply"
+	kind := fmt.Sprintf("%s: reply %d", stage, code)
+	if code == 0 {
+		kind = stage.String() + ": no reply"
 	}
-	return &digest.SendError{Class: class, Kind: kind, Err: &SMTPError{
-		Stage: se.Reason.String(), Code: se.ErrorCode(), EnhancedCode: se.EnhancedStatusCode(), err: se,
-	}}
+	return &digest.SendError{Class: class, Kind: kind, Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
+}
+
+// reusable reports whether a failure on a pooled connection left nothing
+// at the server, so the message may go again at once on a new connection:
+// it struck before the content (NOOP, MAIL, RCPT or the DATA command) and
+// was the connection ending (no reply, but not a timeout: a server that
+// is slow stays slow) or the server saying it closes it (421).
+func reusable(stage gomail.SendErrReason, err error) bool {
+	switch stage {
+	case gomail.ErrConnCheck, gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData:
+	default:
+		return false
+	}
+	var ne net.Error
+	switch code, _ := replyCode(err); {
+	case code == 421:
+		return true
+	case code != 0, errors.As(err, &ne) && ne.Timeout():
+		return false
+	}
+	return true
+}
+
+var enhancedRe = regexp.MustCompile(`^[245]\.\d{1,3}\.\d{1,3}\b`)
+
+// replyCode returns the SMTP reply code of err and the enhanced status code
+// its text starts with, or 0 and "" when err is not a server's reply.
+func replyCode(err error) (int, string) {
+	var te *textproto.Error
+	if !errors.As(err, &te) {
+		return 0, ""
+	}
+	return te.Code, enhancedRe.FindString(te.Msg)
 }
 
 // dialError classifies a failure to open a session (connect, EHLO,
@@ -128,7 +150,7 @@ type SMTPError struct {
 	Stage        string // e.g. "sending SMTP RCPT TO command"
 	Code         int    // the SMTP reply code, or 0 when there was no reply
 	EnhancedCode string // e.g. "5.1.1", when the server sent one
-	err          *gomail.SendError
+	err          error
 }
 
 func (e *SMTPError) Error() string {

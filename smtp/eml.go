@@ -20,7 +20,8 @@ func (e Envelope) Render(m *digest.Message, now time.Time) ([]byte, error) {
 	if _, err := msg.WriteTo(&buf); err != nil {
 		return nil, permanent(err)
 	}
-	return buf.Bytes(), nil
+	// 8bit parts end lines with LF, which DATA sends as CRLF: so here.
+	return crlf(buf.Bytes()), nil
 }
 
 // WriteMessage writes m as the RFC 5322 message the SMTP mailer and the
@@ -37,4 +38,9 @@ func WriteMessage(w io.Writer, m *digest.Message, from digest.Address, listUnsub
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// crlf ends every line of b with CRLF.
+func crlf(b []byte) []byte {
+	return bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // WriteMessage writes the message the mailer sends: the same headers
-// (multipart boundaries aside, which go-mail draws at random).
+// (see also TestSendParts8BitAndTheSameOnEveryAttempt: the same bytes).
 func TestWriteMessageIsWhatTheMailerSends(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 10, 5, 7, 0, 0, 0, time.UTC)

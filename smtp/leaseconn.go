@@ -9,8 +9,8 @@ import (
 
 // leaseConn is a connection whose deadlines never pass the deadline of
 // the send in progress (the claim's lease, less a margin). go-mail sets
-// its own deadline, now plus its timeout, when it dials and again before
-// each message (checkConn): through this conn that deadline is cut to the
+// its own deadline, now plus its timeout, when it dials, and the mailer
+// again before each message (exchange): through this conn that deadline is cut to the
 // lease, so a server that holds the end of DATA cannot keep the send
 // going after the lease. Write also refuses once the lease deadline has
 // passed, even before the runtime's deadline timer has fired: a process

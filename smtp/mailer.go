@@ -92,6 +92,7 @@ var _ digest.Mailer = (*Mailer)(nil)
 type conn struct {
 	smtp *gosmtp.Client
 	raw  *leaseConn
+	used time.Time // the end of its last successful exchange (Config.Now)
 }
 
 // NewMailer validates cfg and returns a mailer. It does not connect:
@@ -272,6 +273,12 @@ func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
 	return m.sendOn(ctx, c, msg)
 }
 
+// idleCheck is how long a pooled connection may stay unused before the
+// next message checks it with NOOP first. A connection used more recently
+// sends MAIL at once: a server that closed it meanwhile fails MAIL with no
+// reply, which is as unambiguous as a failed NOOP (see sendOn).
+const idleCheck = 30 * time.Second
+
 func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -284,34 +291,87 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			}
 		}
 		raw := c.raw
-		deadline, _ := ctx.Deadline()
+		deadline, bounded := ctx.Deadline()
 		if err := raw.limit(deadline); err != nil {
 			m.drop(c)
 			return "", temporary(fmt.Errorf("set deadline: %w", err))
 		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-		err := m.client.SendWithSMTPClient(c.smtp, msg)
+		ref, stage, err := m.exchange(c.smtp, msg, !fresh && m.now().Sub(c.used) >= idleCheck)
 		stop()
 		_ = raw.limit(time.Time{})
 		if err == nil {
-			return reference(msg), nil
+			c.used = m.now()
+			return ref, nil
 		}
 		m.drop(c)
-		if msg.IsDelivered() {
-			m.log.WarnContext(ctx, "smtp error after the message was accepted", "addr", m.addr, "err", classifySMTP(err, false))
-			return reference(msg), nil
-		}
-		var se *gomail.SendError
-		if !fresh && errors.As(err, &se) && se.Reason == gomail.ErrConnCheck {
-			// A pooled connection the server closed while idle fails the
-			// NOOP before MAIL: nothing was sent, so dial again once.
-			m.log.DebugContext(ctx, "smtp connection went stale; reconnecting", "addr", m.addr)
+		if !fresh && reusable(stage, err) {
+			// The server closed the pooled connection (or is closing it: 421)
+			// before the message's content went out: nothing was sent, so the
+			// same message may go on a new connection, if the lease leaves
+			// the time a send may take.
+			if left := time.Until(deadline); bounded && left < m.WorstCase() {
+				return "", temporary(fmt.Errorf("%w (stale connection; %s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
+			}
+			m.log.DebugContext(ctx, "smtp connection went stale; reconnecting", "addr", m.addr, "stage", stage.String())
 			continue
 		}
-		// go-mail's message holds the recipient's address: debug only.
-		m.log.DebugContext(ctx, "smtp send failed", "addr", m.addr, "err", err)
-		return "", classifySMTP(err, false)
+		// go-mail's errors may hold the recipient's address: debug only.
+		m.log.DebugContext(ctx, "smtp send failed", "addr", m.addr, "stage", stage.String(), "err", err)
+		return "", classifySMTP(stage, err)
 	}
+}
+
+// exchange sends msg on client: NOOP first when check is set, then MAIL,
+// RCPT, DATA and the content, and returns the server's reply to the end of
+// DATA as the reference, or the stage that failed and its error. It is
+// go-mail's Client.Send without its per-message NOOP and its RSET after
+// each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
+// so the next MAIL needs no RSET; and after any failure the connection is
+// dropped, never reset and reused.
+func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (string, gomail.SendErrReason, error) {
+	if check {
+		if err := client.Noop(); err != nil {
+			return "", gomail.ErrConnCheck, err
+		}
+	}
+	// The message's own timeout, cut to the send's deadline by leaseConn.
+	if err := client.UpdateDeadline(m.timeout); err != nil {
+		return "", gomail.ErrConnCheck, err
+	}
+	from, err := msg.GetSender(false)
+	if err != nil {
+		return "", gomail.ErrGetSender, err
+	}
+	rcpts, err := msg.GetRecipients()
+	if err != nil {
+		return "", gomail.ErrGetRcpts, err
+	}
+	if err := client.Mail(from); err != nil {
+		return "", gomail.ErrSMTPMailFrom, err
+	}
+	for _, rcpt := range rcpts {
+		if err := client.Rcpt(rcpt); err != nil {
+			return "", gomail.ErrSMTPRcptTo, err
+		}
+	}
+	w, err := client.Data()
+	if err != nil {
+		return "", gomail.ErrSMTPData, err
+	}
+	eightBitMIME, _ := client.Extension("8BITMIME")
+	encodeFor8BitMIME(msg, eightBitMIME)
+	if _, err := msg.WriteTo(w); err != nil {
+		return "", gomail.ErrWriteContent, err
+	}
+	if err := w.Close(); err != nil {
+		return "", gomail.ErrSMTPDataClose, err
+	}
+	var reply string
+	if dc, ok := w.(*gosmtp.DataCloser); ok {
+		reply = dc.ServerResponse()
+	}
+	return reference(reply, msg.GetMessageID()), 0, nil
 }
 
 func (m *Mailer) dial(ctx context.Context, c *conn) error {
@@ -336,10 +396,10 @@ func (m *Mailer) drop(c *conn) {
 	c.smtp, c.raw = nil, nil
 }
 
-func reference(msg *gomail.Msg) string {
-	ref := HeaderText(msg.ServerResponse())
+func reference(reply, messageID string) string {
+	ref := HeaderText(reply)
 	if ref == "" {
-		ref = msg.GetMessageID()
+		ref = messageID
 	}
 	if len(ref) > maxRefLen {
 		ref = ref[:maxRefLen]

@@ -3,6 +3,7 @@ package smtp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/mail"
 	"strings"
 	"time"
@@ -162,7 +163,22 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	// go-mail would name itself and its version in User-Agent and
 	// X-Mailer: it tells a reader which library to aim at, and nobody else
 	// anything.
-	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
+	//
+	// The parts go out 8bit, as rendered, when every line fits SMTP's 998
+	// bytes (see fits8bit): the smallest and cheapest encoding (against
+	// quoted-printable: 14% fewer bytes and about half the CPU of writing
+	// the example's digests, BenchmarkEncoding). Mailer.exchange turns
+	// them to quoted-printable for a server without 8BITMIME. The MIME
+	// boundary derives from the key, so every attempt of a digest writes
+	// the same body bytes.
+	enc := gomail.EncodingQP
+	if fits8bit(m.Text) && fits8bit(m.HTML) {
+		enc = gomail.NoEncoding
+	}
+	msg := gomail.NewMsg(gomail.WithNoDefaultUserAgent(), gomail.WithEncoding(enc))
+	if b := boundary(key); !strings.Contains(m.Text, b) && !strings.Contains(m.HTML, b) {
+		msg.SetBoundary(b)
+	}
 	from := e.from
 	msg.FromMailAddress(&from)
 	msg.ToMailAddress(&mail.Address{Name: HeaderText(m.To.Name), Address: m.To.Email})
@@ -182,12 +198,55 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	}
 	switch {
 	case m.Text != "" && m.HTML != "":
-		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
-		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+		msg.SetBodyWriter(gomail.TypeTextPlain, writeString(m.Text))
+		msg.AddAlternativeWriter(gomail.TypeTextHTML, writeString(m.HTML))
 	case m.Text != "":
-		msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+		msg.SetBodyWriter(gomail.TypeTextPlain, writeString(m.Text))
 	default:
-		msg.SetBodyString(gomail.TypeTextHTML, m.HTML)
+		msg.SetBodyWriter(gomail.TypeTextHTML, writeString(m.HTML))
 	}
 	return msg, nil
+}
+
+// maxLine is the longest line SMTP carries, CRLF excluded (RFC 5321
+// 4.5.3.1.6).
+const maxLine = 998
+
+// fits8bit reports whether s can go as an 8bit part (RFC 6152): no line
+// longer than maxLine bytes, no NUL and no CR (the rendered parts end
+// lines with LF alone, which DATA turns into CRLF).
+func fits8bit(s string) bool {
+	for line := range strings.SplitSeq(s, "\n") {
+		if len(line) > maxLine || strings.ContainsAny(line, "\x00\r") {
+			return false
+		}
+	}
+	return true
+}
+
+// boundary is the MIME boundary of the message for key: the same on every
+// attempt, unlike go-mail's random one.
+func boundary(key digest.Key) string { return "digest-" + key.Hex()[:32] }
+
+// encodeFor8BitMIME makes msg's 8bit parts quoted-printable unless the
+// server advertises 8BITMIME (RFC 6152).
+func encodeFor8BitMIME(msg *gomail.Msg, eightBitMIME bool) {
+	if eightBitMIME {
+		return
+	}
+	for _, p := range msg.GetParts() {
+		if p.GetEncoding() == gomail.NoEncoding {
+			p.SetEncoding(gomail.EncodingQP)
+		}
+	}
+}
+
+// writeString is a go-mail body writer for s: unlike SetBodyString it
+// does not copy s into a buffer first, and it writes the same bytes each
+// time the message is written.
+func writeString(s string) func(io.Writer) (int64, error) {
+	return func(w io.Writer) (int64, error) {
+		n, err := io.WriteString(w, s)
+		return int64(n), err
+	}
 }

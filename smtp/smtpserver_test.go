@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,6 +42,7 @@ type fault struct {
 	action action
 	err    *smtpd.SMTPError
 	times  int // how many sessions fault before the server behaves; 0 = all
+	after  int // how many times the stage passes before the first fault
 }
 
 // testServer is an in-process go-smtp server that records what it accepts
@@ -49,8 +52,10 @@ type testServer struct {
 	fault   fault
 	release chan struct{}
 	faulted atomic.Int64
+	no8bit  atomic.Bool // hide 8BITMIME from EHLO replies
 
 	mu       sync.Mutex
+	commands map[string]int // by verb, as read from the clients (see countConn)
 	received []received
 	conns    []net.Conn
 	logouts  chan struct{}
@@ -65,7 +70,7 @@ type received struct {
 // test ends. A zero fault makes it accept everything.
 func startSMTP(t testing.TB, f fault) *testServer {
 	t.Helper()
-	s := &testServer{fault: f, release: make(chan struct{}), logouts: make(chan struct{}, 1024)}
+	s := &testServer{fault: f, release: make(chan struct{}), logouts: make(chan struct{}, 1024), commands: map[string]int{}}
 	srv := smtpd.NewServer(smtpd.BackendFunc(func(c *smtpd.Conn) (smtpd.Session, error) {
 		s.mu.Lock()
 		s.conns = append(s.conns, c.Conn())
@@ -81,7 +86,7 @@ func startSMTP(t testing.TB, f fault) *testServer {
 		t.Fatal(err)
 	}
 	s.addr = l.Addr().String()
-	go func() { _ = srv.Serve(l) }()
+	go func() { _ = srv.Serve(countListener{Listener: l, s: s}) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	t.Cleanup(func() { close(s.release) }) // runs first: unblock hung sessions
 	return s
@@ -92,8 +97,71 @@ func (s *testServer) strike(st stage) bool {
 	if s.fault.at != st {
 		return false
 	}
-	n := s.faulted.Add(1)
-	return s.fault.times == 0 || n <= int64(s.fault.times)
+	n := s.faulted.Add(1) - int64(s.fault.after)
+	return n > 0 && (s.fault.times == 0 || n <= int64(s.fault.times))
+}
+
+// count returns how many of each verb the server has read: "MAIL",
+// "NOOP", "RSET"...
+func (s *testServer) count() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.commands)
+}
+
+// countListener hands out connections that count the client's commands.
+type countListener struct {
+	net.Listener
+	s *testServer
+}
+
+func (l countListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countConn{Conn: c, s: l.s}, nil
+}
+
+// countConn counts, as the server reads them, the verbs of the command
+// lines a client sends, skipping the content between DATA and its final
+// dot.
+type countConn struct {
+	net.Conn
+	s       *testServer
+	line    []byte
+	content bool
+}
+
+func (c *countConn) Write(b []byte) (int, error) {
+	if c.s.no8bit.Load() {
+		b = bytes.ReplaceAll(b, []byte("8BITMIME"), []byte("XBITMIME"))
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *countConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	for _, ch := range b[:n] {
+		if ch != '\n' {
+			c.line = append(c.line, ch)
+			continue
+		}
+		line := strings.TrimSuffix(string(c.line), "\r")
+		c.line = c.line[:0]
+		switch {
+		case c.content:
+			c.content = line != "."
+		default:
+			verb, _, _ := strings.Cut(line, " ")
+			verb = strings.ToUpper(verb)
+			c.content = verb == "DATA"
+			c.s.mu.Lock()
+			c.s.commands[verb]++
+			c.s.mu.Unlock()
+		}
+	}
+	return n, err
 }
 
 func (s *testServer) messages() []received {

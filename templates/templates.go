@@ -6,7 +6,9 @@
 //
 //	T.subject.tmpl  text/template, one line: the subject
 //	T.txt.tmpl      text/template: the plain-text part
-//	T.html.tmpl     html/template: the HTML part
+//	T.html.tmpl     html/template: the HTML part; it may print values in
+//	                text, quoted attribute values and <title> only (not in
+//	                URLs, scripts or styles: digest.NewRenderer refuses it)
 //
 // The templates receive already formatted, already sanitised values (see
 // digest.Renderer); they only lay them out. Package digest parses them once.

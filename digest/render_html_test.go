@@ -2,7 +2,9 @@ package digest
 
 import (
 	"bytes"
+	"fmt"
 	htmltemplate "html/template"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,66 @@ func TestParseHTMLRefusesOtherContexts(t *testing.T) {
 	}
 	if _, err := parseHTML("t.html", `<p title="{{.Week}}">{{.Range}}{{range .Rows}}<b>{{.Kind}}</b>{{end}}</p>`); err != nil {
 		t.Errorf("parseHTML refused text and a quoted attribute: %v", err)
+	}
+}
+
+// TestHTMLViewEscapesEveryString guards htmlView's hand-written field list:
+// every string the HTML template could print (in view, its labels, rows and
+// totals) must come out escaped. A field added to view and printed in the
+// HTML template without being added to htmlView would otherwise reach the
+// customer's mail client unescaped.
+func TestHTMLViewEscapesEveryString(t *testing.T) {
+	t.Parallel()
+	const hostile = `<b x="1">&'`
+	v := &view{Rows: make([]viewRow, 1), Totals: make([]viewTotal, 1)}
+	fill(reflect.ValueOf(v).Elem(), hostile)
+	h := htmlView(v)
+	var unescaped []string
+	walkStrings(reflect.ValueOf(h).Elem(), "view", func(path, s string) {
+		if strings.ContainsAny(s, `<>"'&`) && s != escapeHTML(hostile) || s == hostile {
+			unescaped = append(unescaped, path)
+		}
+	})
+	if len(unescaped) > 0 {
+		t.Fatalf("htmlView leaves these fields unescaped: %v", unescaped)
+	}
+	// The original is left as it was (the text part uses it).
+	if v.Greeting != hostile {
+		t.Fatalf("htmlView changed its argument: %q", v.Greeting)
+	}
+}
+
+// fill sets every string reachable in v (structs, slices' elements) to s.
+func fill(v reflect.Value, s string) {
+	walk(v, func(f reflect.Value) { f.SetString(s) })
+}
+
+func walkStrings(v reflect.Value, path string, f func(path, s string)) {
+	switch v.Kind() {
+	case reflect.String:
+		f(path, v.String())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			walkStrings(v.Field(i), path+"."+v.Type().Field(i).Name, f)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			walkStrings(v.Index(i), fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	}
+}
+
+func walk(v reflect.Value, f func(reflect.Value)) {
+	switch v.Kind() {
+	case reflect.String:
+		f(v)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			walk(v.Field(i), f)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			walk(v.Index(i), f)
+		}
 	}
 }

@@ -99,7 +99,7 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 	}
 	before := e.MailpitCount()
 
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	final := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if final.Code != 0 {
 		t.Fatalf("final run: exit %d\n%s", final.Code, final.Stderr)
 	}
@@ -137,7 +137,7 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
-	final := e.RunEnv([]string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms"}, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
+	final := e.RunEnv(finishing, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
 	if final.Code != 0 && final.Code != 4 {
 		t.Fatalf("final run: exit %d, want 0 or 4 (review)\n%s", final.Code, final.Stderr)
 	}

@@ -14,6 +14,14 @@ import (
 // at least four timeouts). Mailpit on loopback answers in milliseconds.
 var shortLease = []string{"DIGEST_LEASE=3s", "DIGEST_SMTP_TIMEOUT=500ms"}
 
+// finishing is the configuration of the run that completes a week after a
+// storm: the storm's short leases and SMTP timeouts test the edges, but a
+// finishing run with a 250 ms SMTP timeout fails sends on a loaded machine
+// (a reply later than that is a timeout), and its backoffs can outlast its
+// deadline. The storm's claims expire on their own 1-2 s leases whatever
+// lease the finishing run takes.
+var finishing = []string{"DIGEST_LEASE=20s", "DIGEST_SMTP_TIMEOUT=5s"}
+
 // takeovers counts the claims a run took over from another after the
 // other's lease expired.
 func takeovers(t *testing.T, e *e2etest.Env) int {

@@ -143,7 +143,7 @@ func TestPostgresBackendsTerminatedMidRun(t *testing.T) {
 		terminated += n
 	})
 
-	next := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}
@@ -179,7 +179,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		px.SetDown(false)
 	})
 
-	next := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}

@@ -259,9 +259,6 @@ func seed(ctx context.Context, cfg *Config, pool *pgxpool.Pool, res *Result, pro
 		if _, _, err := snapshot.Seed(ctx, pool, snapshot.Synthetic(cfg.Customers, cfg.Week, cfg.Seed)); err != nil {
 			return fmt.Errorf("bench: seed: %w", err)
 		}
-		if _, err := pool.Exec(ctx, `ANALYZE digest_customers; ANALYZE digest_activity`); err != nil {
-			return fmt.Errorf("bench: analyze: %w", err)
-		}
 		res.Seeded, res.SeedTime = true, time.Since(t0)
 	} else {
 		progress("reusing %d seeded customers", have)

@@ -52,3 +52,58 @@ func TestSeedAddsWeeksToLoadedTables(t *testing.T) {
 		}
 	}
 }
+
+// Seeding ends with ANALYZE of both tables it loaded, the first load and
+// a later week alike: the source read's plan depends on fresh statistics.
+func TestSeedAnalyzes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := seededPool(t, 30) // week 48, through Seed
+	analyzed := func() map[string]int64 {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT relname, analyze_count FROM pg_stat_user_tables
+WHERE schemaname = current_schema() AND relname IN ('digest_customers', 'digest_activity') AND last_analyze IS NOT NULL`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for rows.Next() {
+			var name string
+			var n int64
+			if err := rows.Scan(&name, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The statistics collector reports asynchronously: wait for the
+	// counters rather than sleep.
+	waitAnalyzed := func(min int64) map[string]int64 {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := analyzed()
+			if got["digest_customers"] >= min && got["digest_activity"] >= min || time.Now().After(deadline) {
+				return got
+			}
+			if _, err := pool.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first := waitAnalyzed(1)
+	if first["digest_customers"] < 1 || first["digest_activity"] < 1 {
+		t.Fatalf("after the first seed: analyze counts %v, want both tables analyzed", first)
+	}
+	if _, _, err := snapshot.Seed(ctx, pool, snapshot.Synthetic(40, digest.ISOWeek{Year: 2026, Week: 49}, 7)); err != nil {
+		t.Fatal(err)
+	}
+	second := waitAnalyzed(first["digest_customers"] + 1)
+	if second["digest_customers"] <= first["digest_customers"] || second["digest_activity"] <= first["digest_activity"] {
+		t.Fatalf("seeding a second week: analyze counts %v then %v, want both moved", first, second)
+	}
+}

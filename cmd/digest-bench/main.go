@@ -21,8 +21,16 @@ import (
 )
 
 const help = `Usage: digest-bench --database-url URL [--customers N] [--concurrency C] [--batch-size B] [--schema NAME]
+       digest-bench user --database-url URL [--digest-bin PATH] [--runs R] [--json] ...
 
-Measures a whole week end to end on this machine: seeds N synthetic
+"digest-bench user" measures the digest binary as the user runs it: a
+separate null SMTP server process, a plain go-mail loop process sending the
+same rendered digest, CPU per message of each process and of the run's
+PostgreSQL backends; see "digest-bench user --help". It is the measurement
+of record: the in-process mode below flatters the job (one process, a
+shorter plain-loop message).
+
+Without a subcommand it measures a whole week end to end on this machine: seeds N synthetic
 customers with COPY into a fresh schema of the PostgreSQL database named by
 --database-url (or DIGEST_DATABASE_URL; one of them is required), starts a
 null SMTP server in this process, runs the week through the real run loop,
@@ -73,6 +81,16 @@ type usageError string
 func (e usageError) Error() string { return string(e) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "user":
+			return user(ctx, args[1:], getenv, stdout, stderr)
+		case "null-smtp":
+			return nullSMTP(args[1:], stdout)
+		case "plain-loop":
+			return plainLoop(ctx, args[1:], stdout)
+		}
+	}
 	fs := flag.NewFlagSet("digest-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -84,17 +102,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	plain := fs.Int("plain-messages", 0, "messages for the plain go-mail loop (default: min(customers, 20000))")
 	cpuprofile := fs.String("cpuprofile", "", "write a pprof CPU profile of the run phase to this file")
 	schema := fs.String("schema", "", "keep and reuse this schema (default: a fresh one, dropped at the end)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "%s\nFlags:\n", strings.TrimRight(help, "\n"))
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return err
-		}
-		return usageError(err.Error())
-	}
-	if fs.NArg() > 0 {
-		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	if err := parseFlags(fs, args, help, stdout); err != nil {
+		return err
 	}
 	if *url == "" {
 		// No default: a silent fall-back to some database is how a

@@ -17,8 +17,9 @@ const seedHelp = `Usage: digest seed --customers N --week YYYY-Www [--seed S] [-
 Creates deterministic synthetic customers (a unique email each) with
 activity in the week, for demos, tests and benchmarks. Without --out it
 creates the demo tables digest_customers and digest_activity in
-DIGEST_DATABASE_URL if absent and loads them with COPY; with --out it writes
-a JSON Lines snapshot instead. The same N, week and seed always give the
+DIGEST_DATABASE_URL if absent, loads them with COPY and ANALYZEs them (the
+run's source read is planned on their statistics); with --out it writes a
+JSON Lines snapshot instead. The same N, week and seed always give the
 same data. Into tables that already hold customers it adds the customers
 that are new and the week's activity, so a demo can have several weeks;
 seeding a week twice adds nothing. Never point it at a production database.

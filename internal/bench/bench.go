@@ -163,27 +163,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Customers: cfg.Customers, Concurrency: cfg.Concurrency, BatchSize: cfg.BatchSize}
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "bench: "+format+"\n", args...) }
 
-	schema, keep := cfg.Schema, cfg.Schema != ""
-	if schema == "" {
-		schema = "bench_" + randomHex(6)
-	}
-	admin, err := pgx.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return res, fmt.Errorf("bench: connect: %w", err)
-	}
-	defer admin.Close(context.WithoutCancel(ctx))
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
-		return res, fmt.Errorf("bench: create schema: %w", err)
-	}
-	if !keep {
-		defer func() {
-			_, _ = admin.Exec(context.WithoutCancel(ctx), "DROP SCHEMA "+schema+" CASCADE")
-		}()
-	}
-	dbURL, err := withSearchPath(cfg.DatabaseURL, schema)
+	ws, err := openSchema(ctx, cfg.DatabaseURL, cfg.Schema)
 	if err != nil {
 		return res, err
 	}
+	defer ws.close(ctx)
+	dbURL := ws.url
 
 	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: dbURL, Logger: cfg.Logger})
 	if err != nil {
@@ -209,7 +194,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		n := max(cfg.PlainMessages/2, 1)
 		progress("plain go-mail loop: %d messages over %d connections", n, cfg.Concurrency)
 		cpu0 := processCPU()
-		sent, d, err := plainLoop(ctx, srv.addr, cfg, n)
+		workers, err := renderedMessages(cfg)
+		if err != nil {
+			return err
+		}
+		sent, d, err := plainLoop(ctx, srv.addr, cfg.Concurrency, n, workers)
 		res.PlainCPU += processCPU() - cpu0
 		res.PlainSent += sent
 		res.PlainTime += d
@@ -240,6 +229,43 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// workSchema is the schema a measurement works in.
+type workSchema struct {
+	admin *pgx.Conn // outside the schema (no search_path)
+	name  string
+	url   string // the database URL with the schema as search_path
+	keep  bool
+}
+
+// openSchema creates the schema named (or a fresh bench_<random> one,
+// dropped by close).
+func openSchema(ctx context.Context, databaseURL, name string) (*workSchema, error) {
+	ws := &workSchema{name: name, keep: name != ""}
+	if ws.name == "" {
+		ws.name = "bench_" + randomHex(6)
+	}
+	var err error
+	if ws.url, err = withSearchPath(databaseURL, ws.name); err != nil {
+		return nil, err
+	}
+	if ws.admin, err = pgx.Connect(ctx, databaseURL); err != nil {
+		return nil, fmt.Errorf("bench: connect: %w", err)
+	}
+	if _, err := ws.admin.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ws.name); err != nil {
+		ws.admin.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("bench: create schema: %w", err)
+	}
+	return ws, nil
+}
+
+func (ws *workSchema) close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if !ws.keep {
+		_, _ = ws.admin.Exec(ctx, "DROP SCHEMA "+ws.name+" CASCADE")
+	}
+	ws.admin.Close(ctx)
+}
+
 // seed loads the synthetic customers unless the schema already holds
 // exactly that many, and empties the ledger so the run starts from nothing.
 func seed(ctx context.Context, cfg *Config, pool *pgxpool.Pool, res *Result, progress func(string, ...any)) error {
@@ -258,9 +284,6 @@ func seed(ctx context.Context, cfg *Config, pool *pgxpool.Pool, res *Result, pro
 		t0 := time.Now()
 		if _, _, err := snapshot.Seed(ctx, pool, snapshot.Synthetic(cfg.Customers, cfg.Week, cfg.Seed)); err != nil {
 			return fmt.Errorf("bench: seed: %w", err)
-		}
-		if _, err := pool.Exec(ctx, `ANALYZE digest_customers; ANALYZE digest_activity`); err != nil {
-			return fmt.Errorf("bench: analyze: %w", err)
 		}
 		res.Seeded, res.SeedTime = true, time.Since(t0)
 	} else {
@@ -310,12 +333,17 @@ func withSearchPath(connString, schema string) (string, error) {
 	if !strings.HasPrefix(connString, "postgres://") && !strings.HasPrefix(connString, "postgresql://") {
 		return connString + " search_path=" + schema, nil
 	}
+	return setQuery(connString, "search_path", schema)
+}
+
+// setQuery sets one parameter of a postgres:// URL.
+func setQuery(connString, key, value string) (string, error) {
 	u, err := url.Parse(connString)
 	if err != nil {
 		return "", errors.New("bench: cannot parse the database URL")
 	}
 	q := u.Query()
-	q.Set("search_path", schema)
+	q.Set(key, value)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

@@ -54,3 +54,28 @@ func (r *Result) Print(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// Print writes every run and the medians as an aligned table: digests/s
+// against the plain loop's msg/s, CPU per message by process, ledger and
+// WAL bytes per digest, and the load average at the end of each run (the
+// machine is shared: read each number next to it).
+func (r *UserResult) Print(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the first digest the null server received)\n",
+		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
+	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
+	row := func(name string, s Sample) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
+			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
+	}
+	for i, s := range r.Samples {
+		row(fmt.Sprintf("%s %d", s.Kind, i/2+1), s)
+	}
+	row("job median", r.Job)
+	row("plain median", r.Plain)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "ratio %.2f (median digests/s of digest run ÷ median msg/s of the plain go-mail loop)\n", r.Ratio)
+	return err
+}

@@ -56,17 +56,16 @@ func startNullSMTP() (*nullServer, error) {
 
 func (n *nullServer) close() { _ = n.srv.Close() }
 
-// plainLoop sends count pre-rendered digests with go-mail, one
-// persistent connection per worker: the cost of sending and nothing else.
-// Each message is built in the loop, as any sender must.
-func plainLoop(ctx context.Context, addr string, cfg Config, count int) (int, time.Duration, error) {
-	msgs, err := sampleMessages(cfg, 64)
-	if err != nil {
-		return 0, 0, err
-	}
+// plainLoop sends count messages with go-mail, one persistent connection
+// per worker: the cost of sending and nothing else. newWorker is called
+// once per connection and returns that worker's message maker, called
+// once per message.
+func plainLoop(ctx context.Context, addr string, conns, count int,
+	newWorker func() (func() (*gomail.Msg, error), error)) (int, time.Duration, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
-	clients := make([]*gomail.Client, cfg.Concurrency)
+	clients := make([]*gomail.Client, conns)
+	makers := make([]func() (*gomail.Msg, error), conns)
 	for i := range clients {
 		c, err := gomail.NewClient(host, gomail.WithPort(p), gomail.WithTLSPolicy(gomail.NoTLS), gomail.WithHELO("localhost"))
 		if err != nil {
@@ -77,6 +76,9 @@ func plainLoop(ctx context.Context, addr string, cfg Config, count int) (int, ti
 		}
 		defer c.Close()
 		clients[i] = c
+		if makers[i], err = newWorker(); err != nil {
+			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
+		}
 	}
 	var (
 		wg    sync.WaitGroup
@@ -87,21 +89,11 @@ func plainLoop(ctx context.Context, addr string, cfg Config, count int) (int, ti
 	)
 	total := int64(count)
 	t0 := time.Now()
-	for _, c := range clients {
+	for w, c := range clients {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < total && ctx.Err() == nil; i = next.Add(1) - 1 {
-				dm := msgs[int(i)%len(msgs)]
-				msg := gomail.NewMsg()
-				err := msg.From("Account digest <digest@example.com>")
+				msg, err := makers[w]()
 				if err == nil {
-					err = msg.AddToFormat(dm.To.Name, dm.To.Email)
-				}
-				if err == nil {
-					msg.Subject(dm.Subject)
-					msg.SetDate()
-					msg.SetMessageID()
-					msg.SetBodyString(gomail.TypeTextPlain, dm.Text)
-					msg.AddAlternativeString(gomail.TypeTextHTML, dm.HTML)
 					err = c.Send(msg)
 				}
 				if err != nil {
@@ -118,6 +110,35 @@ func plainLoop(ctx context.Context, addr string, cfg Config, count int) (int, ti
 		return int(sent.Load()), d, fmt.Errorf("bench: plain loop: %w", first)
 	}
 	return int(sent.Load()), d, ctx.Err()
+}
+
+// renderedMessages returns a worker maker for plainLoop that builds each
+// message from pre-rendered digests, as the in-process bench does.
+func renderedMessages(cfg Config) (func() (func() (*gomail.Msg, error), error), error) {
+	msgs, err := sampleMessages(cfg, 64)
+	if err != nil {
+		return nil, err
+	}
+	var next atomic.Int64
+	return func() (func() (*gomail.Msg, error), error) {
+		return func() (*gomail.Msg, error) {
+			dm := msgs[int(next.Add(1)-1)%len(msgs)]
+			msg := gomail.NewMsg()
+			err := msg.From("Account digest <digest@example.com>")
+			if err == nil {
+				err = msg.AddToFormat(dm.To.Name, dm.To.Email)
+			}
+			if err != nil {
+				return nil, err
+			}
+			msg.Subject(dm.Subject)
+			msg.SetDate()
+			msg.SetMessageID()
+			msg.SetBodyString(gomail.TypeTextPlain, dm.Text)
+			msg.AddAlternativeString(gomail.TypeTextHTML, dm.HTML)
+			return msg, nil
+		}, nil
+	}, nil
 }
 
 // sampleMessages renders the first n non-empty synthetic digests, so the

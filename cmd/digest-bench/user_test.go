@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/weeklydigest/digest/internal/bench"
+	"github.com/weeklydigest/digest/internal/e2etest"
+	"github.com/weeklydigest/digest/internal/pgtest"
+)
+
+// TestMain builds the digest binary for "user", and lets the test binary
+// stand in for digest-bench when "user" re-executes itself as the null
+// SMTP server or the plain loop.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "null-smtp" || os.Args[1] == "plain-loop") {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	e2etest.Main(m)
+}
+
+// A CI-sized "digest-bench user": the real binary against the null server
+// process, interleaved with the plain loop process. It checks what each
+// run did and that every measure is there, never how fast.
+func TestUserSmall(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := benchMain(t, map[string]string{"DIGEST_DATABASE_URL": pgtest.BaseURL()},
+		"user", "--digest-bin", e2etest.Binary(), "--customers", "400", "--concurrency", "2", "--runs", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var res bench.UserResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	want := len(e2etest.Wanted(t, 400, bench.DefaultWeek))
+	if len(res.Samples) != 4 {
+		t.Fatalf("%d samples, want job, plain, job, plain:\n%s", len(res.Samples), out)
+	}
+	for i, s := range res.Samples {
+		kind := []string{"job", "plain"}[i%2]
+		// The null server process counted each digest the run sent once,
+		// and the plain loop sent as many as the run before it.
+		if s.Kind != kind || s.Messages != want || s.Received != int64(want) {
+			t.Errorf("sample %d: %s, %d messages, %d received by the null server; want %s, %d and %d", i, s.Kind, s.Messages, s.Received, kind, want, want)
+		}
+		if !(s.PerSecond > 0 && s.ProcessCPU > 0 && s.ServerCPU > 0) {
+			t.Errorf("sample %d (%s): %.0f msg/s, CPU %.0f µs process, %.0f µs server; want all positive", i, s.Kind, s.PerSecond, s.ProcessCPU, s.ServerCPU)
+		}
+		if kind == "job" && !(s.PostgresCPU > 0 && s.Backends > 0 && s.LedgerBytes > 0 && s.WALBytes > 0) {
+			t.Errorf("job sample %d: PostgreSQL %.0f µs over %d backends, ledger %.0f and WAL %.0f bytes/digest; want all positive",
+				i, s.PostgresCPU, s.Backends, s.LedgerBytes, s.WALBytes)
+		}
+	}
+	if !(res.Ratio > 0 && res.Job.PerSecond > 0 && res.Plain.PerSecond > 0 && res.MessageBytes > 1000) {
+		t.Errorf("ratio %.2f, medians %.0f and %.0f msg/s, message %d bytes; want all positive and a whole digest",
+			res.Ratio, res.Job.PerSecond, res.Plain.PerSecond, res.MessageBytes)
+	}
+}
+
+// The table names every measure.
+func TestUserTable(t *testing.T) {
+	t.Parallel()
+	res := bench.UserResult{Customers: 10, Concurrency: 1, Runs: 1, Samples: []bench.Sample{{Kind: "job"}, {Kind: "plain"}}}
+	var b strings.Builder
+	if err := res.Print(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"msg/s", "CPU µs/msg: process", "SMTP server", "PostgreSQL", "ledger B/digest", "WAL B/digest", "load1", "job 1", "plain 1", "job median", "plain median", "ratio "} {
+		if !strings.Contains(b.String(), name) {
+			t.Errorf("table lacks %q:\n%s", name, b.String())
+		}
+	}
+}
+
+func TestUserUsageErrors(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DIGEST_DATABASE_URL": "postgres://nowhere.invalid/x"}
+	for _, args := range [][]string{{"user", "--nope"}, {"user", "extra"}, {"user", "--digest-bin", "/nonexistent/digest"},
+		{"plain-loop"}, {"null-smtp", "--nope"}} {
+		if code, _, errOut := benchMain(t, env, args...); code != 2 || !strings.HasPrefix(errOut, "digest-bench: ") {
+			t.Errorf("digest-bench %v: exit %d, %q; want exit 2 with one line", args, code, errOut)
+		}
+	}
+	if code, _, errOut := benchMain(t, nil, "user"); code != 2 || !strings.Contains(errOut, "DIGEST_DATABASE_URL") {
+		t.Errorf("user without a database: exit %d, %q; want exit 2 naming DIGEST_DATABASE_URL", code, errOut)
+	}
+	code, out, _ := benchMain(t, nil, "user", "--help")
+	if code != 0 || !strings.Contains(out, "-digest-bin") || !strings.Contains(out, "-runs") || !strings.Contains(out, "-json") {
+		t.Errorf("user --help: exit %d\n%s", code, out)
+	}
+}

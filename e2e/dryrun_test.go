@@ -16,12 +16,7 @@ import (
 // with the outbox too, and creates no outbox doing so.
 func TestDryRunValidatesEverySetting(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
-		t.Fatal(err)
-	}
-	e := e2etest.Bare(t, dir)
-	e.Vars = []string{"DIGEST_HMAC_KEYS=" + e2etest.TestKeyring}
+	e, dir := embeddedDryRun(t)
 	args := []string{"run", "--mode", "observe", "--snapshot", "examples/snapshot.jsonl", "--week", "2026-W48"}
 	for _, c := range []struct {
 		name  string
@@ -164,12 +159,7 @@ func checkRunLog(t *testing.T, r e2etest.Result, secrets ...string) {
 // addresses only with --observe-addresses (which a sending run refuses).
 func TestDryRunLogsASampleOfWouldBeRecipients(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
-		t.Fatal(err)
-	}
-	e := e2etest.Bare(t, dir)
-	e.Vars = []string{"DIGEST_HMAC_KEYS=" + e2etest.TestKeyring}
+	e, _ := embeddedDryRun(t)
 	args := []string{"run", "--mode", "observe", "--snapshot", "examples/snapshot.jsonl", "--week", "2026-W48"}
 	wouldSend := func(r e2etest.Result) (lines []map[string]any) {
 		t.Helper()
@@ -217,4 +207,17 @@ func TestDryRunLogsASampleOfWouldBeRecipients(t *testing.T) {
 	if r := e.Run(append(args, "--observe-sample", "-1")...); r.Code != 2 {
 		t.Fatalf("--observe-sample -1: exit %d, want 2", r.Code)
 	}
+}
+
+// embeddedDryRun is the embedded default (SQLite ledger, file outbox) in a
+// fresh directory holding a copy of the examples, with a keyring set.
+func embeddedDryRun(t *testing.T) (*e2etest.Env, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	e := e2etest.Bare(t, dir)
+	e.Vars = []string{"DIGEST_HMAC_KEYS=" + e2etest.TestKeyring}
+	return e, dir
 }

@@ -24,7 +24,7 @@ var (
 )
 
 // scanSQLiteReceipt scans the columns of ListReceipts.
-func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, error) {
+func scanSQLiteReceipt(row rowScanner) (ledger.Receipt, error) {
 	var (
 		r                                  ledger.Receipt
 		key, state                         string
@@ -47,20 +47,8 @@ func scanSQLiteReceipt(row interface{ Scan(...any) error }) (ledger.Receipt, err
 // List returns receipts matching f, ordered by key.
 func (s *Store) List(ctx context.Context, f ledger.ListFilter) (_ []ledger.Receipt, err error) {
 	defer classify(&err)
-	rows, err := s.db.QueryContext(ctx, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
+	list, err := queryAll(ctx, s.db, scanSQLiteReceipt, listReceiptsSQL, string(f.State), f.WeekString(), string(f.After), f.PageSize())
 	if err != nil {
-		return nil, fmt.Errorf("list receipts: %w", err)
-	}
-	defer rows.Close()
-	var list []ledger.Receipt
-	for rows.Next() {
-		r, err := scanSQLiteReceipt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list receipts: %w", err)
-		}
-		list = append(list, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list receipts: %w", err)
 	}
 	return list, nil
@@ -76,28 +64,24 @@ func (s *Store) Show(ctx context.Context, key digest.Key) (_ ledger.Receipt, _ [
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: %w", key, err)
 	}
-	rows, err := s.db.QueryContext(ctx, showEventsSQL, string(key))
+	events, err := queryAll(ctx, s.db, scanSQLiteEvent, showEventsSQL, string(key))
 	if err != nil {
 		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
 	}
-	defer rows.Close()
-	var events []ledger.Event
-	for rows.Next() {
-		var (
-			e           ledger.Event
-			k, from, to string
-			at          sql.NullInt64
-		)
-		if err := rows.Scan(&e.ID, &k, &at, &from, &to, &e.RunID, &e.Detail); err != nil {
-			return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
-		}
-		e.Key, e.At, e.From, e.To = digest.Key(k), fromMicros(at), digest.State(from), digest.State(to)
-		events = append(events, e)
-	}
-	if err := rows.Err(); err != nil {
-		return ledger.Receipt{}, nil, fmt.Errorf("show %s: events: %w", key, err)
-	}
 	return r, ledger.ReceiptStory(r, events), nil
+}
+
+func scanSQLiteEvent(row rowScanner) (ledger.Event, error) {
+	var (
+		e           ledger.Event
+		k, from, to string
+		at          sql.NullInt64
+	)
+	if err := row.Scan(&e.ID, &k, &at, &from, &to, &e.RunID, &e.Detail); err != nil {
+		return ledger.Event{}, err
+	}
+	e.Key, e.At, e.From, e.To = digest.Key(k), fromMicros(at), digest.State(from), digest.State(to)
+	return e, nil
 }
 
 // Release makes a held receipt retryable and due now; see the package doc

@@ -110,26 +110,14 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 // Tombstones returns the tombstones of week (zero: all), newest week first.
 func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) (_ []digest.PruneTombstone, err error) {
 	defer classify(&err)
-	rows, err := s.db.QueryContext(ctx, tombstonesSQL, ledger.WeekOrAll(week))
+	list, err := queryAll(ctx, s.db, scanSQLiteTombstone, tombstonesSQL, ledger.WeekOrAll(week))
 	if err != nil {
-		return nil, fmt.Errorf("tombstones: %w", err)
-	}
-	defer rows.Close()
-	var list []digest.PruneTombstone
-	for rows.Next() {
-		t, err := scanSQLiteTombstone(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tombstones: %w", err)
-		}
-		list = append(list, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
 	return list, nil
 }
 
-func scanSQLiteTombstone(row interface{ Scan(...any) error }) (digest.PruneTombstone, error) {
+func scanSQLiteTombstone(row rowScanner) (digest.PruneTombstone, error) {
 	var (
 		t           digest.PruneTombstone
 		week        string

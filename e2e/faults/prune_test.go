@@ -108,6 +108,10 @@ func TestPruneDuringARunKeepsLiveClaims(t *testing.T) {
 	// five seconds of live claims.
 	bg := startRun(t, e, []string{"DIGEST_RATE=5", "DIGEST_BURST=1"}, "run", "--week", week40s)
 	e2etest.WaitFor(t, time.Minute, "claims in flight and sent receipts", func() bool {
+		if bg.exited() {
+			r := bg.wait()
+			t.Fatalf("the run ended (exit %d) before the prune could strike it; receipts %v\n%s", r.Code, e.Receipts(), r.Stderr)
+		}
 		rc := e.Receipts()
 		return rc["claimed"] > 0 && rc["sent"] >= 3
 	})

@@ -146,8 +146,14 @@ type sourceRow struct {
 	amount                      *int64
 }
 
+// pageArgs are pageSQL's arguments for the page after the customer id
+// after ("" for the first).
+func (s *Postgres) pageArgs(after string, from, to time.Time, q digest.SourceQuery) []any {
+	return []any{after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index, q.Customers}
+}
+
 func (s *Postgres) page(ctx context.Context, query, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, error) {
-	rows, err := s.pool.Query(ctx, query, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index, q.Customers)
+	rows, err := s.pool.Query(ctx, query, s.pageArgs(after, from, to, q)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -14,7 +14,7 @@ var LoadWithoutAnalyze = load
 // FirstPage returns the page statement and arguments of the first page
 // Records reads for q.
 func (s *Postgres) FirstPage(ctx context.Context, q digest.SourceQuery) (string, []any, error) {
-	query, err := s.pageQuery(ctx)
+	rd, err := s.plan(ctx, q)
 	if err != nil {
 		return "", nil, err
 	}
@@ -22,5 +22,14 @@ func (s *Postgres) FirstPage(ctx context.Context, q digest.SourceQuery) (string,
 	if loc == nil {
 		loc = time.UTC
 	}
-	return query, s.pageArgs("", q.Week.Start(loc), q.Week.End(loc), q), nil
+	args := append([]any{"", s.pageSize, q.Week.Start(loc), q.Week.End(loc), q.AsOf}, rd.extra...)
+	if rd.window > 0 {
+		var end string
+		if err := s.pool.QueryRow(ctx, windowSQL, "", rd.window).Scan(&end, new(int)); err != nil {
+			return "", nil, err
+		}
+		args[1] = rd.window
+		args = append(args, end)
+	}
+	return rd.sql, args, nil
 }

@@ -38,7 +38,7 @@ func TestPostgresSourcePlanWithoutStatistics(t *testing.T) {
 			q := digest.SourceQuery{Week: pgWeek, Location: time.UTC, AsOf: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 				Shard: read.shard, Customers: read.customers}
 			for _, mode := range []string{"custom", "generic"} {
-				plan := explainPage(ctx, t, pool, 250, q, mode)
+				plan := explainPage(ctx, t, pool, 100, q, mode)
 				for _, bad := range []string{"Seq Scan on digest_activity", "Hash", "Merge", "external", "Seq Scan on digest_customers"} {
 					if strings.Contains(plan, bad) {
 						t.Errorf("analyzed %v, %+v, %s plan has %q:\n%s", analyze, read, mode, bad, plan)

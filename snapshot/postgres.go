@@ -22,9 +22,10 @@ import (
 // relation without it reads as before.
 //
 // It streams customers in customer_id order, a page at a time (keyset
-// pagination, one round trip per page), each with the week's activity
-// recorded at or before the snapshot's as_of. Memory is bounded by one page
-// whatever the number of customers.
+// pagination, one round trip per page; two for one shard of several), each
+// with the week's activity recorded at or before the snapshot's as_of.
+// Memory is bounded by one page whatever the number of customers. Each
+// page's plan is the same with fresh statistics or none (see pageSQL).
 type Postgres struct {
 	pool     *pgxpool.Pool
 	pageSize int
@@ -36,19 +37,6 @@ const hasSuppressionSQL = `
 SELECT EXISTS (
     SELECT 1 FROM pg_attribute
     WHERE attrelid = to_regclass('digest_customers') AND attname = 'unsubscribed_at' AND NOT attisdropped)`
-
-// pageQuery returns pageSQL for the relation as it is: with the optional
-// suppression column, or without it (the contract before it existed).
-func (s *Postgres) pageQuery(ctx context.Context) (string, error) {
-	var has bool
-	if err := s.pool.QueryRow(ctx, hasSuppressionSQL).Scan(&has); err != nil {
-		return "", err
-	}
-	if has {
-		return strings.Replace(pageSQL, "SUPPRESSED", "unsubscribed_at IS NOT NULL", 1), nil
-	}
-	return strings.Replace(pageSQL, "SUPPRESSED", "false", 1), nil
-}
 
 var _ digest.Source = (*Postgres)(nil)
 
@@ -64,33 +52,106 @@ func NewPostgres(pool *pgxpool.Pool, pageSize int) *Postgres {
 	return &Postgres{pool: pool, pageSize: pageSize}
 }
 
-// pageSQL reads one page of customers with their activity in one statement.
-// The shard filter is the SQL twin of digest.ShardOf: the first 32 bits of
-// md5(customer_id), unsigned, modulo n. The LEFT JOIN keeps customers with
-// no activity (rows with a NULL occurred_at), which the caller may skip.
-// $8, when not NULL, is the list of customer ids a retry pass reads
-// (SourceQuery.Customers): customer_id = ANY uses the primary key.
+// The page statement is built from parts, one text per kind of read, so
+// that each text's plan, custom or generic (pgx prepares and caches the
+// statement; after five executions PostgreSQL may keep a generic plan), has
+// only the predicates of its read and no "$n IS NULL OR" branch a generic
+// plan could not fold away.
 //
-// SUPPRESSED is replaced by the suppression column: "unsubscribed_at IS NOT NULL" when
+// pageSQL reads one page of customers with their week's activity: the
+// customers by primary key in customer_id order, then, for each, a probe of
+// digest_activity for its rows in [$3, $4) recorded at or before $5. The
+// probe is a LATERAL subquery kept apart from the customers by OFFSET 0 (an
+// optimization fence: the planner cannot pull it up into a join), so the
+// only plan is a nested loop probing digest_activity per customer, through
+// the (customer_id, occurred_at) index of the source contract. A plain join
+// let the planner choose by estimates: without statistics a merge join
+// sorting the whole week's activity on disk for every page, with them a
+// hash join over a sequential scan of it for the first pages, both
+// proportional to the table and not the page. The LEFT JOIN keeps
+// customers with no activity (one row with a NULL occurred_at), which the
+// caller may skip.
+//
+// CUSTOMERS is the customers' predicate after "customer_id > $1" and
+// SUPPRESSED the suppression column: "unsubscribed_at IS NOT NULL" when
 // digest_customers has the optional unsubscribed_at column, else "false".
 const pageSQL = `
-WITH page AS (
+SELECT c.customer_id, c.email, c.name, c.locale, c.suppressed,
+       a.occurred_at, a.recorded_at, a.kind, a.amount_minor, a.currency, a.description
+FROM (
     SELECT customer_id, email, name, locale, SUPPRESSED AS suppressed
     FROM digest_customers
-    WHERE customer_id > $1
-      AND ($6::int <= 1 OR (('x' || substr(md5(customer_id), 1, 8))::bit(32)::bigint % $6::int) = $7::int)
-      AND ($8::text[] IS NULL OR customer_id = ANY($8::text[]))
+    WHERE customer_id > $1 CUSTOMERS
     ORDER BY customer_id
     LIMIT $2
-)
-SELECT p.customer_id, p.email, p.name, p.locale, p.suppressed,
-       a.occurred_at, a.recorded_at, a.kind, a.amount_minor, a.currency, a.description
-FROM page p
-LEFT JOIN digest_activity a
-       ON a.customer_id = p.customer_id
-      AND a.occurred_at >= $3 AND a.occurred_at < $4
-      AND a.recorded_at <= $5
-ORDER BY p.customer_id`
+) c
+LEFT JOIN LATERAL (
+    SELECT occurred_at, recorded_at, kind, amount_minor, currency, description
+    FROM digest_activity
+    WHERE customer_id = c.customer_id
+      AND occurred_at >= $3 AND occurred_at < $4
+      AND recorded_at <= $5
+    OFFSET 0
+) a ON true
+ORDER BY c.customer_id`
+
+// shardSQL is the SQL twin of digest.ShardOf, with the shard count and
+// index as parameters $%d and $%d: the first 32 bits of md5(customer_id),
+// unsigned, modulo n. md5 is most of its cost.
+const shardSQL = `AND ('x' || left(md5(customer_id), 8))::bit(32)::bigint %% $%d::int = $%d::int`
+
+// windowSQL finds where a shard's window of customers ends: the last of
+// the next $2 customers in customer_id order, and how many there are. A
+// page of one shard of n reads the customers of such a window, n times its
+// page size, and keeps those of the shard. Filtering with LIMIT instead
+// leaves the planner to guess how many customers it must scan to find a
+// page of one shard, and it guesses 1 in 200 (there are no statistics for
+// the hash): with few enough customers it reads and sorts the whole table
+// for every page.
+const windowSQL = `
+SELECT max(customer_id), count(*)
+FROM (SELECT customer_id FROM digest_customers WHERE customer_id > $1 ORDER BY customer_id LIMIT $2) w`
+
+// read is one kind of read: its page statement, the arguments after the
+// first five, and how a page is bounded.
+type read struct {
+	sql   string
+	extra []any
+	// window is how many customers a page of one shard spans (see
+	// windowSQL; the window's last customer id is the statement's last
+	// argument), 0 for a read bounded by the page size.
+	window int
+}
+
+// plan returns the read of q for the relation as it is: with the optional
+// suppression column or without it (the contract before it existed).
+func (s *Postgres) plan(ctx context.Context, q digest.SourceQuery) (read, error) {
+	var has bool
+	if err := s.pool.QueryRow(ctx, hasSuppressionSQL).Scan(&has); err != nil {
+		return read{}, err
+	}
+	suppressed := "false"
+	if has {
+		suppressed = "unsubscribed_at IS NOT NULL"
+	}
+	var rd read
+	customers := ""
+	switch {
+	case q.Customers != nil:
+		// A retry pass: the primary key finds the listed customers.
+		customers, rd.extra = "AND customer_id = ANY($6::text[])", []any{q.Customers}
+		if q.Shard.Count > 1 {
+			customers += " " + fmt.Sprintf(shardSQL, 7, 8)
+			rd.extra = append(rd.extra, q.Shard.Count, q.Shard.Index)
+		}
+	case q.Shard.Count > 1:
+		// One shard's customers of the window ending at $8.
+		customers = fmt.Sprintf(shardSQL, 6, 7) + " AND customer_id <= $8::text"
+		rd.extra, rd.window = []any{q.Shard.Count, q.Shard.Index}, s.pageSize*q.Shard.Count
+	}
+	rd.sql = strings.NewReplacer("SUPPRESSED", suppressed, "CUSTOMERS", customers).Replace(pageSQL)
+	return rd, nil
+}
 
 // Records streams the week's customers of q.Shard with the activity
 // recorded at or before q.AsOf. A row that breaks the contract (a NULL in a
@@ -107,14 +168,14 @@ func (s *Postgres) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[
 			loc = time.UTC
 		}
 		from, to := q.Week.Start(loc), q.Week.End(loc)
-		query, err := s.pageQuery(ctx)
+		rd, err := s.plan(ctx, q)
 		if err != nil {
 			yield(digest.Record{}, fmt.Errorf("postgres source: %w", err))
 			return
 		}
 		after := ""
 		for {
-			recs, last, err := s.page(ctx, query, after, from, to, q)
+			recs, next, more, err := s.next(ctx, rd, after, from, to, q)
 			if err != nil {
 				yield(digest.Record{}, fmt.Errorf("postgres source: %w", err))
 				return
@@ -124,12 +185,37 @@ func (s *Postgres) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[
 					return
 				}
 			}
-			if len(recs) < s.pageSize {
+			if !more {
 				return
 			}
-			after = last
+			after = next
 		}
 	}
+}
+
+// next reads the page after the customer id after: its records, the
+// customer id the following page starts after, and whether there may be
+// one.
+func (s *Postgres) next(ctx context.Context, rd read, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, bool, error) {
+	args := append([]any{after, s.pageSize, from, to, q.AsOf}, rd.extra...)
+	if rd.window == 0 {
+		recs, err := s.page(ctx, rd.sql, args)
+		if err != nil || len(recs) < s.pageSize {
+			return recs, "", false, err
+		}
+		return recs, recs[len(recs)-1].rec.Customer.ID, true, nil
+	}
+	var end *string
+	var n int
+	if err := s.pool.QueryRow(ctx, windowSQL, after, rd.window).Scan(&end, &n); err != nil {
+		return nil, "", false, err
+	}
+	if end == nil {
+		return nil, "", false, nil
+	}
+	args[1] = rd.window // a bound the window already keeps
+	recs, err := s.page(ctx, rd.sql, append(args, *end))
+	return recs, *end, err == nil && n == rd.window, err
 }
 
 type pageRecord struct {
@@ -146,10 +232,11 @@ type sourceRow struct {
 	amount                      *int64
 }
 
-func (s *Postgres) page(ctx context.Context, query, after string, from, to time.Time, q digest.SourceQuery) ([]pageRecord, string, error) {
-	rows, err := s.pool.Query(ctx, query, after, s.pageSize, from, to, q.AsOf, q.Shard.Count, q.Shard.Index, q.Customers)
+// page runs a page statement and gathers its rows into records.
+func (s *Postgres) page(ctx context.Context, query string, args []any) ([]pageRecord, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer rows.Close()
 	var out []pageRecord
@@ -157,7 +244,7 @@ func (s *Postgres) page(ctx context.Context, query, after string, from, to time.
 	for rows.Next() {
 		if err := rows.Scan(&r.id, &r.email, &r.name, &r.locale, &r.suppressed,
 			&r.occurred, &r.recorded, &r.kind, &r.amount, &r.currency, &r.description); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].rec.Customer.ID != r.id {
 			out = append(out, pageRecord{rec: digest.Record{Customer: digest.Customer{
@@ -178,13 +265,7 @@ func (s *Postgres) page(ctx context.Context, query, after string, from, to time.
 		}
 		cur.rec.Activity = append(cur.rec.Activity, a)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	if len(out) == 0 {
-		return nil, "", nil
-	}
-	return out, out[len(out)-1].rec.Customer.ID, nil
+	return out, rows.Err()
 }
 
 type columnError struct {

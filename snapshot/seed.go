@@ -125,7 +125,8 @@ CREATE TABLE IF NOT EXISTS digest_activity (
     currency     text        NOT NULL,
     description  text
 );
--- The source reads a page of customers and joins their week's activity.
+-- The source probes each customer's week of activity through this index
+-- (docs/design.md, source contract).
 CREATE INDEX IF NOT EXISTS digest_activity_customer_occurred
     ON digest_activity (customer_id, occurred_at);`
 
@@ -140,9 +141,10 @@ CREATE INDEX IF NOT EXISTS digest_activity_customer_occurred
 // nothing. That path stages the records in temporary tables first; empty
 // tables are loaded directly.
 //
-// Either way it ends with ANALYZE of both tables: the source read's plan
-// depends on fresh statistics, and autovacuum would only catch up after the
-// first run had paid for stale ones.
+// Either way it ends with ANALYZE of both tables, so that what a run
+// plans against them is planned on what they hold rather than on what
+// autovacuum has yet to see. The source read's page statement keeps its
+// plan without statistics (TestPostgresSourcePlanWithoutStatistics).
 func Seed(ctx context.Context, pool *pgxpool.Pool, records iter.Seq[digest.Record]) (customers, rows int64, err error) {
 	customers, rows, err = load(ctx, pool, records)
 	if err != nil {

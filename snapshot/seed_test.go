@@ -54,7 +54,7 @@ func TestSeedAddsWeeksToLoadedTables(t *testing.T) {
 }
 
 // Seeding ends with ANALYZE of both tables it loaded, the first load and
-// a later week alike: the source read's plan depends on fresh statistics.
+// a later week alike.
 func TestSeedAnalyzes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

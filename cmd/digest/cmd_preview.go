@@ -147,7 +147,7 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 			return nil, err
 		}
 	}
-	source, closeSource, err := openSource(ctx, st, snap, store)
+	source, closeSource, err := openSource(ctx, st, snap, store, log)
 	if err != nil {
 		if store != nil {
 			store.Close()

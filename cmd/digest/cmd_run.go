@@ -151,7 +151,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	source, closeSource, err := openSource(ctx, st, *snap, store)
+	source, closeSource, err := openSource(ctx, st, *snap, store, log)
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func parseShard(s, jobIndex string) (digest.Shard, error) {
 
 // openSource returns the JSON Lines file, or the PostgreSQL source (on the
 // ledger's pool when the ledger is PostgreSQL).
-func openSource(ctx context.Context, st *settings, path string, store ledger.Store) (digest.Source, func(), error) {
+func openSource(ctx context.Context, st *settings, path string, store ledger.Store, log *slog.Logger) (digest.Source, func(), error) {
 	if path != "" {
 		f, err := snapshot.OpenFile(path)
 		if err != nil {
@@ -284,14 +284,19 @@ func openSource(ctx context.Context, st *settings, path string, store ledger.Sto
 		}
 		return f, func() {}, nil
 	}
+	pool, closePool := (*pgxpool.Pool)(nil), func() {}
 	if pg, ok := store.(*postgres.Store); ok {
-		return snapshot.NewPostgres(pg.Pool(), 0), func() {}, nil
+		pool = pg.Pool()
+	} else {
+		var err error
+		if pool, err = pgxpool.New(ctx, st.DatabaseURL); err != nil {
+			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
+		}
+		closePool = pool.Close
 	}
-	pool, err := pgxpool.New(ctx, st.DatabaseURL)
-	if err != nil {
-		return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
-	}
-	return snapshot.NewPostgres(pool, 0), pool.Close, nil
+	src := snapshot.NewPostgres(pool, 0)
+	src.SetLogger(log)
+	return src, closePool, nil
 }
 
 // runExit maps a run's result to the documented exit codes. A failure

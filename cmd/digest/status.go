@@ -137,7 +137,7 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	var expected []digest.Identity
 	if pinned {
 		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
-		source, closeSource, err := openSource(ctx, st, *snap, store)
+		source, closeSource, err := openSource(ctx, st, *snap, store, log)
 		if err != nil {
 			return err
 		}

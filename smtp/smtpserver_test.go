@@ -56,6 +56,7 @@ type testServer struct {
 
 	mu       sync.Mutex
 	commands map[string]int // by verb, as read from the clients (see countConn)
+	raw      [][]byte       // the content of each DATA as it came on the wire, final dot included
 	received []received
 	conns    []net.Conn
 	logouts  chan struct{}
@@ -124,13 +125,14 @@ func (l countListener) Accept() (net.Conn, error) {
 }
 
 // countConn counts, as the server reads them, the verbs of the command
-// lines a client sends, skipping the content between DATA and its final
-// dot.
+// lines a client sends, and records the content between DATA and its final
+// dot (that dot included) byte for byte.
 type countConn struct {
 	net.Conn
 	s       *testServer
 	line    []byte
 	content bool
+	raw     []byte
 }
 
 func (c *countConn) Write(b []byte) (int, error) {
@@ -148,10 +150,15 @@ func (c *countConn) Read(b []byte) (int, error) {
 			continue
 		}
 		line := strings.TrimSuffix(string(c.line), "\r")
-		c.line = c.line[:0]
 		switch {
 		case c.content:
-			c.content = line != "."
+			c.raw = append(append(c.raw, c.line...), '\n')
+			if c.content = line != "."; !c.content {
+				c.s.mu.Lock()
+				c.s.raw = append(c.s.raw, c.raw)
+				c.s.mu.Unlock()
+				c.raw = nil
+			}
 		default:
 			verb, _, _ := strings.Cut(line, " ")
 			verb = strings.ToUpper(verb)
@@ -160,8 +167,16 @@ func (c *countConn) Read(b []byte) (int, error) {
 			c.s.commands[verb]++
 			c.s.mu.Unlock()
 		}
+		c.line = c.line[:0]
 	}
 	return n, err
+}
+
+// rawData returns the content of each DATA the server read, as sent.
+func (s *testServer) rawData() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.raw...)
 }
 
 func (s *testServer) messages() []received {

@@ -195,3 +195,32 @@ func TestSendDataStages(t *testing.T) {
 		}
 	}
 }
+
+func TestFits8bit(t *testing.T) {
+	t.Parallel()
+	line := func(n int) string { return strings.Repeat("é", n/2) + strings.Repeat("x", n%2) }
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"", true},
+		{"a\nb\n", true},
+		{"\n\n\n", true},
+		{line(998), true},
+		{line(999), false},
+		{line(998) + "\n", true},
+		{line(999) + "\n", false},
+		{"a\n" + line(998) + "\n" + line(998), true},
+		{"a\n" + line(998) + "\n" + line(999), false},
+		{"a\n" + line(999) + "\n" + line(998), false},
+		{line(500) + "\n" + line(998) + "\n" + line(997) + "\n", true},
+		{strings.Repeat(line(998)+"\n", 5), true},
+		{"a\x00b", false},
+		{"a\r\nb", false},
+		{"a\rb", false},
+	} {
+		if got := fits8bit(c.s); got != c.want {
+			t.Errorf("fits8bit(%d bytes, %q...) = %v, want %v", len(c.s), c.s[:min(len(c.s), 12)], got, c.want)
+		}
+	}
+}

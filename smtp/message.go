@@ -214,12 +214,20 @@ const maxLine = 998
 
 // fits8bit reports whether s can go as an 8bit part (RFC 6152): no line
 // longer than maxLine bytes, no NUL and no CR (the rendered parts end
-// lines with LF alone, which DATA turns into CRLF).
+// lines with LF alone, which DATA turns into CRLF). It runs for every
+// message on its whole text and HTML, so it scans with IndexByte (which
+// looks at many bytes at a time) rather than splitting into lines: a
+// per-line split was 4% of the process's CPU in the in-process bench.
 func fits8bit(s string) bool {
-	for line := range strings.SplitSeq(s, "\n") {
-		if len(line) > maxLine || strings.ContainsAny(line, "\x00\r") {
+	if strings.IndexByte(s, 0) >= 0 || strings.IndexByte(s, '\r') >= 0 {
+		return false
+	}
+	for len(s) > maxLine {
+		i := strings.IndexByte(s[:maxLine+1], '\n')
+		if i < 0 {
 			return false
 		}
+		s = s[i+1:]
 	}
 	return true
 }

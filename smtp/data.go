@@ -118,9 +118,18 @@ func putDataBuffer(d *dataBuffer) {
 	}
 }
 
-// composeData writes msg into a pooled buffer as the content of DATA,
-// dot-stuffed and terminated; the caller returns it with putDataBuffer.
-func composeData(msg *gomail.Msg) (*dataBuffer, error) {
+// composeData writes msg into a pooled buffer as the content of DATA for
+// a server that does or does not take 8bit parts (8BITMIME), dot-stuffed
+// and terminated; the caller returns it with putDataBuffer. msg is left
+// as built: a later attempt, on a new connection, chooses again for its
+// server.
+func composeData(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
+	changed := encodeFor8BitMIME(msg, eightBitMIME)
+	defer func() {
+		for _, p := range changed {
+			p.SetEncoding(gomail.NoEncoding)
+		}
+	}()
 	d := getDataBuffer()
 	if _, err := msg.WriteTo(d); err != nil {
 		putDataBuffer(d)

@@ -224,3 +224,38 @@ func TestFits8bit(t *testing.T) {
 		}
 	}
 }
+
+// composeData leaves the message as built: after a compose for a server
+// without 8BITMIME (quoted-printable parts), the same message composed for
+// one with it (a new connection after a stale one) has its 8bit parts.
+func TestComposeDataLeavesTheMessageAsBuilt(t *testing.T) {
+	t.Parallel()
+	env, err := NewEnvelope(digest.Address{Email: "digest@example.com"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm := &digest.Message{Key: digest.Key("k1:" + strings.Repeat("a", 64)), To: digest.Address{Email: "ada@example.net"},
+		Subject: "s", Text: "Grüße\n", HTML: "<p>€</p>\n"}
+	compose := func(msg *gomail.Msg, eightBit bool) string {
+		d, err := composeData(msg, eightBit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer putDataBuffer(d)
+		return string(d.b)
+	}
+	msg, err := env.build(dm, benchTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compose(msg, false); strings.Count(got, "Content-Transfer-Encoding: quoted-printable") != 2 {
+		t.Fatalf("without 8BITMIME:\n%s", got)
+	}
+	fresh, err := env.build(dm, benchTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := compose(msg, true), compose(fresh, true); got != want || !strings.Contains(got, "Content-Transfer-Encoding: 8bit") {
+		t.Fatalf("with 8BITMIME after without:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -65,7 +65,7 @@ func BenchmarkEncoding(b *testing.B) {
 			for _, p := range msg.GetParts() {
 				p.SetEncoding(enc)
 			}
-			d, err := composeData(msg)
+			d, err := composeData(msg, true)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func BenchmarkData(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
 		for b.Loop() {
-			d, err := composeData(build(n))
+			d, err := composeData(build(n), true)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -353,8 +353,7 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	// takes, so that the server's transaction is not held open while it is
 	// and the content goes out in one write.
 	eightBitMIME, _ := client.Extension("8BITMIME")
-	encodeFor8BitMIME(msg, eightBitMIME)
-	content, err := composeData(msg)
+	content, err := composeData(msg, eightBitMIME)
 	if err != nil {
 		return "", gomail.ErrWriteContent, err
 	}

@@ -237,16 +237,19 @@ func fits8bit(s string) bool {
 func boundary(key digest.Key) string { return "digest-" + key.Hex()[:32] }
 
 // encodeFor8BitMIME makes msg's 8bit parts quoted-printable unless the
-// server advertises 8BITMIME (RFC 6152).
-func encodeFor8BitMIME(msg *gomail.Msg, eightBitMIME bool) {
+// server advertises 8BITMIME (RFC 6152), and returns the parts it changed.
+func encodeFor8BitMIME(msg *gomail.Msg, eightBitMIME bool) []*gomail.Part {
 	if eightBitMIME {
-		return
+		return nil
 	}
+	var changed []*gomail.Part
 	for _, p := range msg.GetParts() {
 		if p.GetEncoding() == gomail.NoEncoding {
 			p.SetEncoding(gomail.EncodingQP)
+			changed = append(changed, p)
 		}
 	}
+	return changed
 }
 
 // writeString is a go-mail body writer for s: unlike SetBodyString it

@@ -165,12 +165,14 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	// anything.
 	//
 	// The parts go out 8bit, as rendered, when every line fits SMTP's 998
-	// bytes (see fits8bit): the smallest and cheapest encoding (against
-	// quoted-printable: 14% fewer bytes and about half the CPU of writing
-	// the example's digests, BenchmarkEncoding). Mailer.exchange turns
-	// them to quoted-printable for a server without 8BITMIME. The MIME
-	// boundary derives from the key, so every attempt of a digest writes
-	// the same body bytes.
+	// bytes (see fits8bit): the smallest and cheapest encoding for the
+	// sender, the server and the reader alike (BenchmarkEncoding, the
+	// example's digests, CPU per message: 8bit 5941 bytes on the wire,
+	// 36 µs to compose, 20 µs to read as DATA, 44 µs to decode;
+	// quoted-printable 6815 bytes, 62, 22, 90 µs; base64 7657 bytes, 58,
+	// 26, 58 µs). composeData turns them to quoted-printable for a server
+	// without 8BITMIME. The MIME boundary derives from the key, so every
+	// attempt of a digest writes the same body bytes.
 	enc := gomail.EncodingQP
 	if fits8bit(m.Text) && fits8bit(m.HTML) {
 		enc = gomail.NoEncoding

@@ -3,6 +3,7 @@ package smtp_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"maps"
 	"net"
@@ -71,6 +72,13 @@ type received struct {
 // test ends. A zero fault makes it accept everything.
 func startSMTP(t testing.TB, f fault) *testServer {
 	t.Helper()
+	return startSMTPTLS(t, f, nil)
+}
+
+// startSMTPTLS is startSMTP with STARTTLS offered under tlsConfig, when
+// not nil.
+func startSMTPTLS(t testing.TB, f fault, tlsConfig *tls.Config) *testServer {
+	t.Helper()
 	s := &testServer{fault: f, release: make(chan struct{}), logouts: make(chan struct{}, 1024), commands: map[string]int{}}
 	srv := smtpd.NewServer(smtpd.BackendFunc(func(c *smtpd.Conn) (smtpd.Session, error) {
 		s.mu.Lock()
@@ -80,6 +88,7 @@ func startSMTP(t testing.TB, f fault) *testServer {
 	}))
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
+	srv.TLSConfig = tlsConfig
 	srv.ReadTimeout = 10 * time.Second
 	srv.WriteTimeout = 10 * time.Second
 	l, err := net.Listen("tcp", "127.0.0.1:0")

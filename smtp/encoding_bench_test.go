@@ -1,9 +1,18 @@
 package smtp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"net/textproto"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +22,9 @@ import (
 	"github.com/weeklydigest/digest/snapshot"
 )
 
-// BenchmarkEncoding writes the example's rendered digests (text + HTML)
-// with each transfer encoding for the parts: wire-B/msg is the size of
-// the message as written into DATA (before dot-stuffing).
-func BenchmarkEncoding(b *testing.B) {
+// sampleMessages returns the example's digests rendered as messages, and
+// their envelope.
+func sampleMessages(b *testing.B) (Envelope, []*digest.Message) {
 	env, err := NewEnvelope(digest.Address{Name: "Weekly Digest", Email: "digest@example.com"}, "")
 	if err != nil {
 		b.Fatal(err)
@@ -30,30 +38,189 @@ func BenchmarkEncoding(b *testing.B) {
 		msgs = append(msgs, &digest.Message{Key: digest.Key("k1:" + string(bytes.Repeat([]byte{'a'}, 64))),
 			To: digest.Address{Name: d.Customer.Name, Email: "ada@example.net"}, Subject: out.Subject, Text: out.Text, HTML: out.HTML})
 	}
-	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	return env, msgs
+}
+
+var benchTime = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// BenchmarkEncoding answers which transfer encoding the parts should go
+// in. For each, over the example's rendered digests (text + HTML):
+//
+//   - client: what the mailer does for one message before the network
+//     (build, compose, dot-stuff: composeData); wire-B/msg is the content
+//     of DATA as sent, final dot included;
+//   - server: what a server does to read that content (net/textproto's
+//     DotReader, the same work as go-smtp's DATA reader: the null server
+//     of the bench), before any decoding of the parts;
+//   - decode: what a reader of the parts then does to get the text back
+//     (a server that scans content, the recipient's client).
+func BenchmarkEncoding(b *testing.B) {
+	env, msgs := sampleMessages(b)
 	for _, enc := range []gomail.Encoding{gomail.EncodingQP, gomail.EncodingB64, gomail.NoEncoding} {
-		b.Run(string(enc), func(b *testing.B) {
+		compose := func(m *digest.Message) *dataBuffer {
+			msg, err := env.build(m, benchTime)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, p := range msg.GetParts() {
+				p.SetEncoding(enc)
+			}
+			d, err := composeData(msg, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return d
+		}
+		b.Run(string(enc)+"/client", func(b *testing.B) {
 			b.ReportAllocs()
-			var buf bytes.Buffer
 			total, n := 0, 0
 			for b.Loop() {
-				msg, err := env.build(msgs[n%len(msgs)], now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, p := range msg.GetParts() {
-					p.SetEncoding(enc)
-				}
-				buf.Reset()
-				if _, err := msg.WriteTo(&buf); err != nil {
-					b.Fatal(err)
-				}
-				total += buf.Len()
+				d := compose(msgs[n%len(msgs)])
+				total += len(d.b)
+				putDataBuffer(d)
 				n++
 			}
 			b.ReportMetric(float64(total)/float64(n), "wire-B/msg")
 		})
+		var wire [][]byte
+		for _, m := range msgs {
+			d := compose(m)
+			wire = append(wire, bytes.Clone(d.b))
+			putDataBuffer(d)
+		}
+		b.Run(string(enc)+"/server", func(b *testing.B) {
+			b.ReportAllocs()
+			var br bytes.Reader
+			r := bufio.NewReader(&br)
+			n := 0
+			for b.Loop() {
+				br.Reset(wire[n%len(wire)])
+				r.Reset(&br)
+				if _, err := io.Copy(io.Discard, textproto.NewReader(r).DotReader()); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		})
+		b.Run(string(enc)+"/decode", func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				br := bufio.NewReader(textproto.NewReader(bufio.NewReader(bytes.NewReader(wire[n%len(wire)]))).DotReader())
+				m, err := mail.ReadMessage(br)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := decodeParts(m); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		})
 	}
+}
+
+// decodeParts reads every part of a multipart/alternative message (or
+// the one body) through its Content-Transfer-Encoding.
+func decodeParts(m *mail.Message) error {
+	mt, params, err := mime.ParseMediaType(m.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(mt, "multipart/") {
+		_, err := io.Copy(io.Discard, decoded(m.Header.Get("Content-Transfer-Encoding"), m.Body))
+		return err
+	}
+	mr := multipart.NewReader(m.Body, params["boundary"])
+	for {
+		p, err := mr.NextRawPart()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.Discard, decoded(p.Header.Get("Content-Transfer-Encoding"), p)); err != nil {
+			return err
+		}
+	}
+}
+
+func decoded(cte string, r io.Reader) io.Reader {
+	switch strings.ToLower(cte) {
+	case "quoted-printable":
+		return quotedprintable.NewReader(r)
+	case "base64":
+		return base64.NewDecoder(base64.StdEncoding, r)
+	}
+	return r
+}
+
+// BenchmarkData compares, for one message of the example's digests, the
+// content of DATA written as go-mail's DataCloser wrote it (Msg.WriteTo
+// through net/textproto's dotWriter, a byte at a time) with composeData
+// (into a pooled buffer, dot-stuffed a line at a time, one write); and,
+// to tell what composition itself costs, build alone and build plus
+// Msg.WriteTo into a buffer with no dot-stuffing.
+func BenchmarkData(b *testing.B) {
+	env, msgs := sampleMessages(b)
+	build := func(n int) *gomail.Msg {
+		msg, err := env.build(msgs[n%len(msgs)], benchTime)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return msg
+	}
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			build(n)
+			n++
+		}
+	})
+	b.Run("build+WriteTo", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		n := 0
+		for b.Loop() {
+			buf.Reset()
+			if _, err := build(n).WriteTo(&buf); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	})
+	b.Run("build+dotWriter", func(b *testing.B) {
+		b.ReportAllocs()
+		bw := bufio.NewWriter(io.Discard)
+		n := 0
+		for b.Loop() {
+			w := textproto.NewWriter(bw).DotWriter()
+			if _, err := build(n).WriteTo(w); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	})
+	b.Run("build+composeData", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			d, err := composeData(build(n), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Discard.Write(d.b); err != nil {
+				b.Fatal(err)
+			}
+			putDataBuffer(d)
+			n++
+		}
+	})
 }
 
 // SampleDigests builds the digests of examples/snapshot.jsonl for

@@ -328,7 +328,9 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 // go-mail's Client.Send without its per-message NOOP and its RSET after
 // each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
 // so the next MAIL needs no RSET; and after any failure the connection is
-// dropped, never reset and reused.
+// dropped, never reset and reused. And the content is composed once,
+// dot-stuffed, and written whole (composeData, sendData), not a byte at a
+// time through go-mail's DATA writer.
 func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (string, gomail.SendErrReason, error) {
 	if check {
 		if err := client.Noop(); err != nil {
@@ -347,6 +349,15 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	if err != nil {
 		return "", gomail.ErrGetRcpts, err
 	}
+	// The content is composed before MAIL, in the encoding this server
+	// takes, so that the server's transaction is not held open while it is
+	// and the content goes out in one write.
+	eightBitMIME, _ := client.Extension("8BITMIME")
+	content, err := composeData(msg, eightBitMIME)
+	if err != nil {
+		return "", gomail.ErrWriteContent, err
+	}
+	defer putDataBuffer(content)
 	if err := client.Mail(from); err != nil {
 		return "", gomail.ErrSMTPMailFrom, err
 	}
@@ -355,21 +366,9 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 			return "", gomail.ErrSMTPRcptTo, err
 		}
 	}
-	w, err := client.Data()
+	reply, stage, err := sendData(client.Text, content.b)
 	if err != nil {
-		return "", gomail.ErrSMTPData, err
-	}
-	eightBitMIME, _ := client.Extension("8BITMIME")
-	encodeFor8BitMIME(msg, eightBitMIME)
-	if _, err := msg.WriteTo(w); err != nil {
-		return "", gomail.ErrWriteContent, err
-	}
-	if err := w.Close(); err != nil {
-		return "", gomail.ErrSMTPDataClose, err
-	}
-	var reply string
-	if dc, ok := w.(*gosmtp.DataCloser); ok {
-		reply = dc.ServerResponse()
+		return "", stage, err
 	}
 	return reference(reply, msg.GetMessageID()), 0, nil
 }

@@ -3,6 +3,7 @@ package smtp_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"maps"
 	"net"
@@ -56,6 +57,7 @@ type testServer struct {
 
 	mu       sync.Mutex
 	commands map[string]int // by verb, as read from the clients (see countConn)
+	raw      [][]byte       // the content of each DATA as it came on the wire, final dot included
 	received []received
 	conns    []net.Conn
 	logouts  chan struct{}
@@ -70,6 +72,13 @@ type received struct {
 // test ends. A zero fault makes it accept everything.
 func startSMTP(t testing.TB, f fault) *testServer {
 	t.Helper()
+	return startSMTPTLS(t, f, nil)
+}
+
+// startSMTPTLS is startSMTP with STARTTLS offered under tlsConfig, when
+// not nil.
+func startSMTPTLS(t testing.TB, f fault, tlsConfig *tls.Config) *testServer {
+	t.Helper()
 	s := &testServer{fault: f, release: make(chan struct{}), logouts: make(chan struct{}, 1024), commands: map[string]int{}}
 	srv := smtpd.NewServer(smtpd.BackendFunc(func(c *smtpd.Conn) (smtpd.Session, error) {
 		s.mu.Lock()
@@ -79,6 +88,7 @@ func startSMTP(t testing.TB, f fault) *testServer {
 	}))
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
+	srv.TLSConfig = tlsConfig
 	srv.ReadTimeout = 10 * time.Second
 	srv.WriteTimeout = 10 * time.Second
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -124,13 +134,14 @@ func (l countListener) Accept() (net.Conn, error) {
 }
 
 // countConn counts, as the server reads them, the verbs of the command
-// lines a client sends, skipping the content between DATA and its final
-// dot.
+// lines a client sends, and records the content between DATA and its final
+// dot (that dot included) byte for byte.
 type countConn struct {
 	net.Conn
 	s       *testServer
 	line    []byte
 	content bool
+	raw     []byte
 }
 
 func (c *countConn) Write(b []byte) (int, error) {
@@ -148,10 +159,15 @@ func (c *countConn) Read(b []byte) (int, error) {
 			continue
 		}
 		line := strings.TrimSuffix(string(c.line), "\r")
-		c.line = c.line[:0]
 		switch {
 		case c.content:
-			c.content = line != "."
+			c.raw = append(append(c.raw, c.line...), '\n')
+			if c.content = line != "."; !c.content {
+				c.s.mu.Lock()
+				c.s.raw = append(c.s.raw, c.raw)
+				c.s.mu.Unlock()
+				c.raw = nil
+			}
 		default:
 			verb, _, _ := strings.Cut(line, " ")
 			verb = strings.ToUpper(verb)
@@ -160,8 +176,16 @@ func (c *countConn) Read(b []byte) (int, error) {
 			c.s.commands[verb]++
 			c.s.mu.Unlock()
 		}
+		c.line = c.line[:0]
 	}
 	return n, err
+}
+
+// rawData returns the content of each DATA the server read, as sent.
+func (s *testServer) rawData() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.raw...)
 }
 
 func (s *testServer) messages() []received {

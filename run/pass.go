@@ -151,7 +151,9 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *item) error {
 	defer close(items)
 	r, cfg := p.runner, &p.runner.Config
-	for rec, err := range r.Source.Records(ctx, q) {
+	clk := r.stages.clock(StageRead)
+	defer clk.flush()
+	for rec, err := range timedRows(clk, r.Source.Records(ctx, q)) {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -209,11 +211,13 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 		}
 		it := &item{digest: d, fingerprint: d.Fingerprint(), keys: r.pinnedKeys.Candidates(d.Identity)}
 		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
+		clk.worked()
 		select {
 		case items <- it:
 		case <-ctx.Done():
 			return nil
 		}
+		clk.waitedOut()
 	}
 	return nil
 }

@@ -20,8 +20,12 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed 
 	defer close(claimed)
 	r, cfg := p.runner, &p.runner.Config
 	size := claimBatch(cfg)
+	clk := r.stages.clock(StageClaim)
+	defer clk.flush()
 	for {
+		clk.worked()
 		batch := gather(items, size, batchLinger)
+		clk.waitedIn()
 		if batch == nil {
 			return nil
 		}
@@ -74,7 +78,9 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed 
 		}
 		if len(start) > 0 {
 			p.held.add(start)
+			clk.worked()
 			claimed <- start
+			clk.waitedOut()
 		}
 	}
 }
@@ -86,12 +92,16 @@ func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, send
 	defer close(sends)
 	var first error
 	chunk := startChunk(&p.runner.Config)
+	clk := p.runner.stages.clock(StageStart)
+	defer clk.flush()
 	for batch := range claimed {
+		clk.waitedIn()
 		for len(batch) > 0 && first == nil {
 			n := min(chunk, len(batch))
-			first = p.startSending(ctx, graceCtx, batch[:n], sends, done)
+			first = p.startSending(ctx, graceCtx, batch[:n], sends, done, clk)
 			batch = batch[n:]
 		}
+		clk.worked()
 	}
 	return first
 }
@@ -212,7 +222,7 @@ func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish 
 // startSending marks the batch's fresh claims as sending in one ledger call
 // and hands them to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
-func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends, done chan<- *item) error {
+func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends, done chan<- *item, clk *stageClock) error {
 	if len(start) == 0 {
 		return nil
 	}
@@ -250,11 +260,13 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends,
 			}
 		}
 	}
+	clk.worked()
 	for _, it := range start {
 		if it.claim.Token != -1 {
 			sends <- it
 		}
 	}
+	clk.waitedOut()
 	return nil
 }
 
@@ -285,9 +297,14 @@ func (p *pass) release(it *item, reason string) {
 }
 
 func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done chan<- *item) {
+	clk := p.runner.stages.clock(StageSend)
+	defer clk.flush()
 	for it := range sends {
+		clk.waitedIn()
 		p.deliver(ctx, graceCtx, it)
+		clk.worked()
 		done <- it
+		clk.waitedOut()
 	}
 }
 
@@ -414,7 +431,15 @@ func (p *pass) finish(graceCtx context.Context, done <-chan *item) error {
 		}
 	}()
 	var first error
-	for batch := range batches {
+	clk := r.stages.clock(StageFinish)
+	defer clk.flush()
+	for {
+		clk.worked()
+		batch, ok := <-batches
+		if !ok {
+			break
+		}
+		clk.waitedIn()
 		var fs []digest.Finish
 		var its []*item
 		for _, it := range batch {

@@ -16,17 +16,16 @@ import (
 // graceCtx: cancelled, it could commit its claims unseen and leave them locked
 // until their lease ends; finished, its claims are given back by the start
 // stage.
-func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claimed chan<- []*item, done *doneQueue) error {
 	defer close(claimed)
 	r, cfg := p.runner, &p.runner.Config
-	size := claimBatch(cfg)
 	clk := r.stages.clock(StageClaim)
 	defer clk.flush()
 	for {
 		clk.worked()
-		batch := gather(items, size, batchLinger)
+		batch, ok := <-items
 		clk.waitedIn()
-		if batch == nil {
+		if !ok {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -88,7 +87,7 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed 
 // start marks each claimed batch as sending and hands it to the senders.
 // After a failure it keeps draining claimed, so that the claim stage ends;
 // the claims it drops stay "claimed, send not started".
-func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends, done chan<- *item) error {
+func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends chan<- *item, done *doneQueue) error {
 	defer close(sends)
 	var first error
 	chunk := startChunk(&p.runner.Config)
@@ -126,7 +125,7 @@ func startChunk(cfg *Config) int {
 
 // route counts a claim outcome and reports whether the item goes on to be
 // sent. Maybe-sent claims go to a sender directly, which looks up first.
-func (p *pass) route(it *item, done chan<- *item) (start bool) {
+func (p *pass) route(it *item, done *doneQueue) (start bool) {
 	r, cfg := p.runner, &p.runner.Config
 	c, first := &r.counters, p.number == 1
 	res := it.claim
@@ -134,7 +133,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 	case digest.OutcomeClaimed:
 		if err := p.render(it); err != nil {
 			it.finish = p.finishFor(it, digest.StateFailed, "render: "+err.Error())
-			done <- it
+			done.put(it)
 			return false
 		}
 		if !res.MaybeSent || cfg.Ambiguous == AmbiguousResend && r.Lookup == nil {
@@ -142,7 +141,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 		}
 		if r.Lookup == nil {
 			it.finish = p.finishFor(it, digest.StateHeld, "may have reached the provider; no look-up configured")
-			done <- it
+			done.put(it)
 			return false
 		}
 		if at := res.TakenOverAt.Add(cfg.LookupDelay); !res.TakenOverAt.IsZero() && cfg.Now().Before(at) {
@@ -151,7 +150,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			// see it.
 			it.finish = p.finishFor(it, digest.StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
 			it.finish.MaybeSent, it.finish.NextAttempt, it.released = true, at, true
-			done <- it
+			done.put(it)
 			return false
 		}
 		return true // the sender looks up first
@@ -222,7 +221,7 @@ func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish 
 // startSending marks the batch's fresh claims as sending in one ledger call
 // and hands them to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
-func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends, done chan<- *item, clk *stageClock) error {
+func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends chan<- *item, done *doneQueue, clk *stageClock) error {
 	if len(start) == 0 {
 		return nil
 	}
@@ -231,7 +230,7 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends,
 		// so the next run need not wait for the lease.
 		for _, it := range start {
 			p.release(it, "interrupted before the send")
-			done <- it
+			done.put(it)
 		}
 		return nil
 	}
@@ -296,14 +295,14 @@ func (p *pass) release(it *item, reason string) {
 	it.finish.MaybeSent = it.claim.MaybeSent
 }
 
-func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done chan<- *item) {
+func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done *doneQueue) {
 	clk := p.runner.stages.clock(StageSend)
 	defer clk.flush()
 	for it := range sends {
 		clk.waitedIn()
 		p.deliver(ctx, graceCtx, it)
 		clk.worked()
-		done <- it
+		done.put(it)
 		clk.waitedOut()
 	}
 }
@@ -417,19 +416,9 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 // finish records outcomes in batches, one ledger call per batch. One
 // goroutine gathers the next batch while this one writes the last, so the
 // senders never wait for the write.
-func (p *pass) finish(graceCtx context.Context, done <-chan *item) error {
+func (p *pass) finish(graceCtx context.Context, done *doneQueue) error {
 	r, cfg := p.runner, &p.runner.Config
-	batches := make(chan []*item, 1)
-	go func() {
-		defer close(batches)
-		for {
-			batch := gather(done, cfg.BatchSize, batchLinger)
-			if batch == nil {
-				return
-			}
-			batches <- batch
-		}
-	}()
+	batches := done.out
 	var first error
 	clk := r.stages.clock(StageFinish)
 	defer clk.flush()

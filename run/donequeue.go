@@ -79,3 +79,67 @@ func (q *doneQueue) close() {
 	q.gen++
 	close(q.out)
 }
+
+// sendQueue hands the claims marked as sending to the senders. The start
+// stage adds a whole chunk once the queue has room for it and a sender
+// takes one claim at a time, so the start stage is woken once a chunk,
+// not once a send. It holds at most room claims: with the chunk the start
+// stage holds, the "marked, not yet sent" window of the package
+// documentation.
+type sendQueue struct {
+	mu       sync.Mutex
+	nonEmpty sync.Cond // a sender may take one
+	empty    sync.Cond // the start stage may add a chunk
+	items    []*item
+	room     int
+	closed   bool
+}
+
+func newSendQueue(room int) *sendQueue {
+	q := &sendQueue{room: room}
+	q.nonEmpty.L, q.empty.L = &q.mu, &q.mu
+	return q
+}
+
+// push adds its, waiting until the queue has room for all of them.
+func (q *sendQueue) push(its []*item) {
+	if len(its) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) > 0 && len(q.items)+len(its) > q.room {
+		q.empty.Wait()
+	}
+	q.items = append(q.items, its...)
+	q.nonEmpty.Broadcast()
+}
+
+// pop takes the next claim to send, waiting for one; false when the
+// queue is closed and empty.
+func (q *sendQueue) pop() (*item, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 {
+		if q.closed {
+			return nil, false
+		}
+		q.nonEmpty.Wait()
+	}
+	it := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	if len(q.items) == 0 {
+		q.items = nil
+		q.empty.Signal()
+	}
+	return it, true
+}
+
+// close ends the senders' input once they have taken what it holds.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.nonEmpty.Broadcast()
+	q.mu.Unlock()
+}

@@ -50,3 +50,47 @@ func TestDoneQueueBatchesFullLingeredAndLast(t *testing.T) {
 	}
 	time.Sleep(2 * batchLinger) // the last batch's timer fires into a closed queue: no panic
 }
+
+// The start stage adds a chunk only when the send queue has room for all
+// of it, so the queue never holds more than its room: the "marked, not yet
+// sent" window. The senders take the claims in order, then see the close.
+func TestSendQueueHoldsAtMostItsRoom(t *testing.T) {
+	t.Parallel()
+	q := newSendQueue(3)
+	chunk := func(n int) []*item {
+		its := make([]*item, n)
+		for i := range its {
+			its[i] = &item{}
+		}
+		return its
+	}
+	first, second := chunk(3), chunk(2)
+	q.push(first)
+	pushed := make(chan struct{})
+	go func() {
+		q.push(second)
+		close(pushed)
+	}()
+	for i, want := range first {
+		if it, ok := q.pop(); !ok || it != want {
+			t.Fatalf("pop %d: %p %v, want the first chunk's in order", i, it, ok)
+		}
+		if i < len(first)-1 {
+			select {
+			case <-pushed:
+				t.Fatalf("the second chunk went in with %d of the first still queued (room 3)", len(first)-1-i)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	<-pushed // room now: the second chunk goes in
+	q.close()
+	for i, want := range second {
+		if it, ok := q.pop(); !ok || it != want {
+			t.Fatalf("pop %d of the second chunk: %p %v", i, it, ok)
+		}
+	}
+	if _, ok := q.pop(); ok {
+		t.Fatal("pop after close and drain: want false")
+	}
+}

@@ -87,8 +87,8 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 // start marks each claimed batch as sending and hands it to the senders.
 // After a failure it keeps draining claimed, so that the claim stage ends;
 // the claims it drops stay "claimed, send not started".
-func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends chan<- *item, done *doneQueue) error {
-	defer close(sends)
+func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends *sendQueue, done *doneQueue) error {
+	defer sends.close()
 	var first error
 	chunk := startChunk(&p.runner.Config)
 	clk := p.runner.stages.clock(StageStart)
@@ -221,7 +221,7 @@ func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish 
 // startSending marks the batch's fresh claims as sending in one ledger call
 // and hands them to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
-func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends chan<- *item, done *doneQueue, clk *stageClock) error {
+func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends *sendQueue, done *doneQueue, clk *stageClock) error {
 	if len(start) == 0 {
 		return nil
 	}
@@ -259,12 +259,14 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 			}
 		}
 	}
-	clk.worked()
+	send := start[:0:0]
 	for _, it := range start {
 		if it.claim.Token != -1 {
-			sends <- it
+			send = append(send, it)
 		}
 	}
+	clk.worked()
+	sends.push(send)
 	clk.waitedOut()
 	return nil
 }
@@ -295,11 +297,15 @@ func (p *pass) release(it *item, reason string) {
 	it.finish.MaybeSent = it.claim.MaybeSent
 }
 
-func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done *doneQueue) {
+func (p *pass) sendLoop(ctx, graceCtx context.Context, sends *sendQueue, done *doneQueue) {
 	clk := p.runner.stages.clock(StageSend)
 	defer clk.flush()
-	for it := range sends {
+	for {
+		it, ok := sends.pop()
 		clk.waitedIn()
+		if !ok {
+			return
+		}
 		p.deliver(ctx, graceCtx, it)
 		clk.worked()
 		done.put(it)

@@ -36,9 +36,10 @@
 //   - claimed, not yet marked as sending (the claimed queue): re-sent
 //     without a look-up once their lease ends, since no send can have
 //     started;
-//   - marked as sending, not yet sent (the sends queue): at most two
-//     chunks of startChunk, so a crash leaves few digests that the next
-//     run must look up at the provider (or hold for an operator);
+//   - marked as sending, not yet sent (the sends queue, and the marks
+//     under way): at most two chunks of startChunk, so a crash leaves few
+//     digests that the next run must look up at the provider (or hold for
+//     an operator);
 //   - sent, not yet recorded (the done queue: the batch being filled, the
 //     one handed to the finisher, and the one being written): still marked
 //     as sending, so each costs a look-up, never a duplicate; batchLinger

@@ -80,39 +80,63 @@ func (q *doneQueue) close() {
 	close(q.out)
 }
 
-// sendQueue hands the claims marked as sending to the senders. The start
-// stage adds a whole chunk once the queue has room for it and a sender
-// takes one claim at a time, so the start stage is woken once a chunk,
-// not once a send. It holds at most room claims: with the chunk the start
-// stage holds, the "marked, not yet sent" window of the package
-// documentation.
+// sendQueue hands the claims marked as sending to the senders, and bounds
+// the "marked, not yet sent" window of the package documentation: a start
+// marker reserves room for a chunk before it marks it, and the room comes
+// back as the senders take the claims. So the claims being marked, marked
+// and waiting, and queued are at most limit (two chunks) together, however
+// many marks are under way: when the senders drain the queue faster than
+// one mark's round trip, a second mark fills the window instead of the
+// senders waiting. A sender takes one claim at a time; a marker is woken
+// when a chunk's room is free, not once a send.
 type sendQueue struct {
 	mu       sync.Mutex
 	nonEmpty sync.Cond // a sender may take one
-	empty    sync.Cond // the start stage may add a chunk
+	freed    sync.Cond // a chunk may fit
 	items    []*item
-	room     int
+	held     int // reserved: being marked, marked, or queued
+	limit    int
+	chunk    int
 	closed   bool
 }
 
-func newSendQueue(room int) *sendQueue {
-	q := &sendQueue{room: room}
-	q.nonEmpty.L, q.empty.L = &q.mu, &q.mu
+func newSendQueue(chunk int) *sendQueue {
+	q := &sendQueue{limit: 2 * chunk, chunk: chunk}
+	q.nonEmpty.L, q.freed.L = &q.mu, &q.mu
 	return q
 }
 
-// push adds its, waiting until the queue has room for all of them.
+// reserve waits until n more claims fit in the window and counts them.
+func (q *sendQueue) reserve(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.held > 0 && q.held+n > q.limit {
+		q.freed.Wait()
+	}
+	q.held += n
+}
+
+// release gives back the room of n reserved claims that will not be
+// queued (lost, or the mark failed).
+func (q *sendQueue) release(n int) {
+	if n == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.held -= n
+	q.freed.Broadcast()
+	q.mu.Unlock()
+}
+
+// push queues reserved claims for the senders.
 func (q *sendQueue) push(its []*item) {
 	if len(its) == 0 {
 		return
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) > 0 && len(q.items)+len(its) > q.room {
-		q.empty.Wait()
-	}
 	q.items = append(q.items, its...)
 	q.nonEmpty.Broadcast()
+	q.mu.Unlock()
 }
 
 // pop takes the next claim to send, waiting for one; false when the
@@ -131,7 +155,10 @@ func (q *sendQueue) pop() (*item, bool) {
 	q.items = q.items[1:]
 	if len(q.items) == 0 {
 		q.items = nil
-		q.empty.Signal()
+	}
+	q.held--
+	if q.limit-q.held >= q.chunk || q.held == 0 {
+		q.freed.Broadcast()
 	}
 	return it, true
 }

@@ -51,10 +51,12 @@ func TestDoneQueueBatchesFullLingeredAndLast(t *testing.T) {
 	time.Sleep(2 * batchLinger) // the last batch's timer fires into a closed queue: no panic
 }
 
-// The start stage adds a chunk only when the send queue has room for all
-// of it, so the queue never holds more than its room: the "marked, not yet
-// sent" window. The senders take the claims in order, then see the close.
-func TestSendQueueHoldsAtMostItsRoom(t *testing.T) {
+// The markers reserve room for a chunk before they mark it, and the room
+// comes back as the senders take the claims: two chunks may be marked at
+// once, never a third before a chunk's worth has gone to the senders (the
+// "marked, not yet sent" window). The senders take the claims in order,
+// then see the close.
+func TestSendQueueHoldsAtMostTwoChunks(t *testing.T) {
 	t.Parallel()
 	q := newSendQueue(3)
 	chunk := func(n int) []*item {
@@ -64,33 +66,39 @@ func TestSendQueueHoldsAtMostItsRoom(t *testing.T) {
 		}
 		return its
 	}
-	first, second := chunk(3), chunk(2)
-	q.push(first)
-	pushed := make(chan struct{})
+	first, second, third := chunk(3), chunk(3), chunk(2)
+	q.reserve(len(first)) // two marks under way at once
+	q.reserve(len(second))
+	reserved := make(chan struct{})
 	go func() {
-		q.push(second)
-		close(pushed)
+		q.reserve(len(third))
+		close(reserved)
 	}()
+	q.push(first)
+	q.push(second)
 	for i, want := range first {
+		select {
+		case <-reserved:
+			t.Fatalf("a third chunk reserved with %d of the first two still queued (limit 6)", 6-i)
+		case <-time.After(10 * time.Millisecond):
+		}
 		if it, ok := q.pop(); !ok || it != want {
 			t.Fatalf("pop %d: %p %v, want the first chunk's in order", i, it, ok)
 		}
-		if i < len(first)-1 {
-			select {
-			case <-pushed:
-				t.Fatalf("the second chunk went in with %d of the first still queued (room 3)", len(first)-1-i)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
 	}
-	<-pushed // room now: the second chunk goes in
+	<-reserved // the first chunk went to the senders: room for the third
+	q.push(third[:1])
+	q.release(1) // one of the third was lost to another run: not queued
 	q.close()
-	for i, want := range second {
+	for i, want := range append(second, third[0]) {
 		if it, ok := q.pop(); !ok || it != want {
-			t.Fatalf("pop %d of the second chunk: %p %v", i, it, ok)
+			t.Fatalf("pop %d after the first chunk: %p %v", i, it, ok)
 		}
 	}
 	if _, ok := q.pop(); ok {
 		t.Fatal("pop after close and drain: want false")
+	}
+	if q.held != 0 {
+		t.Fatalf("%d claims still counted in the window after all were taken or released", q.held)
 	}
 }

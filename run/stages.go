@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -84,24 +85,56 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 	}
 }
 
-// start marks each claimed batch as sending and hands it to the senders.
-// After a failure it keeps draining claimed, so that the claim stage ends;
-// the claims it drops stay "claimed, send not started".
+// startMarkers is how many chunks may be marked at once. The window of
+// marked claims stays two chunks (sendQueue), but two marks under way let
+// the senders use it while the ledger is slow to answer: one mark at a
+// time, the senders wait whenever they send a chunk faster than the ledger
+// marks the next.
+const startMarkers = 2
+
+// start marks the claimed batches as sending, a chunk at a time, and hands
+// them to the senders. After a failure it keeps draining claimed, so that
+// the claim stage ends; the claims it drops stay "claimed, send not
+// started".
 func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends *sendQueue, done *doneQueue) error {
 	defer sends.close()
-	var first error
 	chunk := startChunk(&p.runner.Config)
-	clk := p.runner.stages.clock(StageStart)
-	defer clk.flush()
+	chunks := make(chan []*item)
+	var (
+		first  error
+		failed sync.Once
+		wg     sync.WaitGroup
+	)
+	for range startMarkers {
+		wg.Go(func() {
+			clk := p.runner.stages.clock(StageStart)
+			defer clk.flush()
+			for {
+				c, ok := <-chunks
+				clk.waitedIn()
+				if !ok {
+					return
+				}
+				if p.startFailed.Load() {
+					continue
+				}
+				if err := p.startSending(ctx, graceCtx, c, sends, done, clk); err != nil {
+					failed.Do(func() { first = err })
+					p.startFailed.Store(true)
+				}
+				clk.worked()
+			}
+		})
+	}
 	for batch := range claimed {
-		clk.waitedIn()
-		for len(batch) > 0 && first == nil {
+		for len(batch) > 0 {
 			n := min(chunk, len(batch))
-			first = p.startSending(ctx, graceCtx, batch[:n], sends, done, clk)
+			chunks <- batch[:n]
 			batch = batch[n:]
 		}
-		clk.worked()
 	}
+	close(chunks)
+	wg.Wait()
 	return first
 }
 
@@ -218,16 +251,21 @@ func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish 
 	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.runner.Config.RunID}
 }
 
-// startSending marks the batch's fresh claims as sending in one ledger call
-// and hands them to the senders. Maybe-sent claims skip the mark here: the
+// startSending marks the batch's fresh claims as sending in one ledger call,
+// once the "marked, not yet sent" window has room for them, and hands them
+// to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
 func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends *sendQueue, done *doneQueue, clk *stageClock) error {
 	if len(start) == 0 {
 		return nil
 	}
+	clk.worked()
+	sends.reserve(len(start)) // the window is full: wait for the senders
+	clk.waitedOut()
 	if ctx.Err() != nil {
 		// Interrupted between claim and send: give the claims back now,
 		// so the next run need not wait for the lease.
+		sends.release(len(start))
 		for _, it := range start {
 			p.release(it, "interrupted before the send")
 			done.put(it)
@@ -247,6 +285,7 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 		errs, err := p.runner.Ledger.StartSending(graceCtx, fences)
 		p.runner.counters.ledgerCalls.Add(1)
 		if err != nil {
+			sends.release(len(start))
 			// The claims stay "claimed, send not started": the next run
 			// takes them over when the lease ends and sends without review.
 			return fmt.Errorf("mark sending: %w", err)
@@ -265,9 +304,8 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 			send = append(send, it)
 		}
 	}
-	clk.worked()
+	sends.release(len(start) - len(send))
 	sends.push(send)
-	clk.waitedOut()
 	return nil
 }
 

@@ -24,8 +24,9 @@ var StageNames = [numStages]string{"read", "claim", "start", "send", "finish", "
 // StageTime is where one stage's goroutines spent the run: working,
 // waiting for input (an empty channel upstream; for read, the source's
 // rows; for renew, the next tick), and blocked on output (a full channel
-// downstream). The send stage sums its Concurrency goroutines, so its
-// total is up to Concurrency times the wall time.
+// downstream). The send stage sums its Concurrency goroutines and the
+// start stage its two markers, so their totals reach that many times the
+// wall time.
 type StageTime struct {
 	Busy, WaitIn, WaitOut time.Duration
 }

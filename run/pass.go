@@ -46,7 +46,6 @@ type pass struct {
 	settledByOthers atomic.Int64
 	halt            func(error) // stops the pass's intake, remembering why
 	halted          atomic.Bool
-	startFailed     atomic.Bool // a mark failed: the start stage marks no more
 }
 
 // batchLinger is how long a batch waits to fill once its first item is

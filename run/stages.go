@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -101,9 +102,10 @@ func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, send
 	chunk := startChunk(&p.runner.Config)
 	chunks := make(chan []*item)
 	var (
-		first  error
-		failed sync.Once
-		wg     sync.WaitGroup
+		first    error
+		failOnce sync.Once
+		failed   atomic.Bool // a mark failed: mark no more
+		wg       sync.WaitGroup
 	)
 	for range startMarkers {
 		wg.Go(func() {
@@ -115,12 +117,12 @@ func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, send
 				if !ok {
 					return
 				}
-				if p.startFailed.Load() {
+				if failed.Load() {
 					continue
 				}
 				if err := p.startSending(ctx, graceCtx, c, sends, done, clk); err != nil {
-					failed.Do(func() { first = err })
-					p.startFailed.Store(true)
+					failOnce.Do(func() { first = err })
+					failed.Store(true)
 				}
 				clk.worked()
 			}

@@ -23,7 +23,10 @@
 // Each stage runs in its own goroutine, so the claim of the next batch and
 // the record of the last one overlap the sends of the current one: sending
 // never waits for a ledger round trip. Memory is flat in the number of
-// customers: at most a few batches are in flight.
+// customers: at most a few batches are in flight. The reader hands the
+// claim stage whole batches, and the senders add to the finisher's batch
+// under a lock (doneQueue), so that those stages are woken once a batch,
+// not once a digest. Summary.Stages says where each stage spent the run.
 //
 // # Crash windows
 //
@@ -33,12 +36,14 @@
 //   - claimed, not yet marked as sending (the claimed queue): re-sent
 //     without a look-up once their lease ends, since no send can have
 //     started;
-//   - marked as sending, not yet sent (the sends queue): at most two
-//     chunks of startChunk, so a crash leaves few digests that the next
-//     run must look up at the provider (or hold for an operator);
-//   - sent, not yet recorded (the done queue, and the finish batch being
-//     written): still marked as sending, so each costs a look-up, never a
-//     duplicate; batchLinger bounds how long a batch waits to fill.
+//   - marked as sending, not yet sent (the sends queue, and the marks
+//     under way): at most two chunks of startChunk, so a crash leaves few
+//     digests that the next run must look up at the provider (or hold for
+//     an operator);
+//   - sent, not yet recorded (the done queue: the batch being filled, the
+//     one handed to the finisher, and the one being written): still marked
+//     as sending, so each costs a look-up, never a duplicate; batchLinger
+//     bounds how long a batch waits to fill.
 //
 // The claims taken ahead are a quarter lease's worth of sends (claimBatch),
 // and their leases are renewed while they wait (renew), so a slow rate

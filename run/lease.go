@@ -97,12 +97,17 @@ func (p *pass) renew(ctx context.Context) {
 	r, cfg := p.runner, &p.runner.Config
 	t := time.NewTicker(renewEvery(cfg.Lease))
 	defer t.Stop()
+	clk := r.stages.clock(StageRenew)
+	defer clk.flush()
 	for {
+		clk.worked()
 		select {
 		case <-ctx.Done():
+			clk.waitedIn()
 			return
 		case <-t.C:
 		}
+		clk.waitedIn()
 		its := p.held.list()
 		if len(its) == 0 {
 			continue

@@ -95,10 +95,10 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 		<-renewed
 	}()
 
-	items := make(chan *item, cfg.BatchSize)
-	claimed := make(chan []*item, 1)           // claimed, not marked as sending
-	sends := make(chan *item, startChunk(cfg)) // marked as sending, not yet sent
-	done := make(chan *item, cfg.BatchSize)
+	items := make(chan []*item, 1)         // built, batched for a claim
+	claimed := make(chan []*item, 1)       // claimed, not marked as sending
+	sends := newSendQueue(startChunk(cfg)) // marked as sending, not yet sent
+	done := newDoneQueue(cfg.BatchSize)    // sent (or settled), not yet recorded
 
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(intakeCtx, q, items) }()
@@ -128,7 +128,7 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 		for range cfg.Concurrency {
 			<-senders
 		}
-		close(done)
+		done.close()
 	}()
 	finErr := p.finish(graceCtx, done)
 
@@ -147,11 +147,35 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 	return first
 }
 
-// read streams the source into items, building each digest.
-func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *item) error {
+// read streams the source into items, building each digest, in batches
+// of a claim's size: the claim stage is woken once a batch, not once a
+// row. A batch goes when it is full, at the end of the source, or with
+// the first row read batchLinger after the batch's first.
+func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*item) error {
 	defer close(items)
 	r, cfg := p.runner, &p.runner.Config
-	for rec, err := range r.Source.Records(ctx, q) {
+	clk := r.stages.clock(StageRead)
+	defer clk.flush()
+	size := claimBatch(cfg)
+	var batch []*item
+	var first time.Time
+	hand := func() bool {
+		clk.worked()
+		select {
+		case items <- batch:
+		case <-ctx.Done():
+			return false
+		}
+		clk.waitedOut()
+		batch = nil
+		return true
+	}
+	defer func() {
+		if len(batch) > 0 && ctx.Err() == nil {
+			hand()
+		}
+	}()
+	for rec, err := range timedRows(clk, r.Source.Records(ctx, q)) {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -209,49 +233,15 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- *ite
 		}
 		it := &item{digest: d, fingerprint: d.Fingerprint(), keys: r.pinnedKeys.Candidates(d.Identity)}
 		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
-		select {
-		case items <- it:
-		case <-ctx.Done():
-			return nil
+		if batch == nil {
+			batch, first = make([]*item, 0, size), time.Now()
+		}
+		batch = append(batch, it)
+		if len(batch) >= size || time.Since(first) >= batchLinger {
+			if !hand() {
+				return nil
+			}
 		}
 	}
 	return nil
-}
-
-// gather blocks for one item, then takes more until it has n, the channel
-// is closed, or linger has passed since the first.
-func gather(ch <-chan *item, n int, linger time.Duration) []*item {
-	it, ok := <-ch
-	if !ok {
-		return nil
-	}
-	batch := make([]*item, 1, n)
-	batch[0] = it
-	var timeout <-chan time.Time
-	for len(batch) < n {
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, it)
-			continue
-		default:
-		}
-		if timeout == nil {
-			t := time.NewTimer(linger)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, it)
-		case <-timeout:
-			return batch
-		}
-	}
-	return batch
 }

@@ -233,6 +233,7 @@ type Runner struct {
 	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
 	counters     counters
 	claimLatency LatencyHistogram
+	stages       stageTimes
 
 	failures failureKinds
 	// busyQuick: recheck keys another run holds after busyRecheck rather
@@ -270,6 +271,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	sum.Duration = cfg.Now().Sub(start)
 	sum.ClaimP50, sum.ClaimP99 = r.claimLatency.Quantile(0.50), r.claimLatency.Quantile(0.99)
 	sum.Failures = r.failures.snapshot()
+	sum.Stages = r.stages.snapshot()
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	}

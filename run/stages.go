@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -16,13 +18,16 @@ import (
 // graceCtx: cancelled, it could commit its claims unseen and leave them locked
 // until their lease ends; finished, its claims are given back by the start
 // stage.
-func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed chan<- []*item, done chan<- *item) error {
+func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claimed chan<- []*item, done *doneQueue) error {
 	defer close(claimed)
 	r, cfg := p.runner, &p.runner.Config
-	size := claimBatch(cfg)
+	clk := r.stages.clock(StageClaim)
+	defer clk.flush()
 	for {
-		batch := gather(items, size, batchLinger)
-		if batch == nil {
+		clk.worked()
+		batch, ok := <-items
+		clk.waitedIn()
+		if !ok {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -74,25 +79,64 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan *item, claimed 
 		}
 		if len(start) > 0 {
 			p.held.add(start)
+			clk.worked()
 			claimed <- start
+			clk.waitedOut()
 		}
 	}
 }
 
-// start marks each claimed batch as sending and hands it to the senders.
-// After a failure it keeps draining claimed, so that the claim stage ends;
-// the claims it drops stay "claimed, send not started".
-func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends, done chan<- *item) error {
-	defer close(sends)
-	var first error
+// startMarkers is how many chunks may be marked at once. The window of
+// marked claims stays two chunks (sendQueue), but two marks under way let
+// the senders use it while the ledger is slow to answer: one mark at a
+// time, the senders wait whenever they send a chunk faster than the ledger
+// marks the next.
+const startMarkers = 2
+
+// start marks the claimed batches as sending, a chunk at a time, and hands
+// them to the senders. After a failure it keeps draining claimed, so that
+// the claim stage ends; the claims it drops stay "claimed, send not
+// started".
+func (p *pass) start(ctx, graceCtx context.Context, claimed <-chan []*item, sends *sendQueue, done *doneQueue) error {
+	defer sends.close()
 	chunk := startChunk(&p.runner.Config)
+	chunks := make(chan []*item)
+	var (
+		first    error
+		failOnce sync.Once
+		failed   atomic.Bool // a mark failed: mark no more
+		wg       sync.WaitGroup
+	)
+	for range startMarkers {
+		wg.Go(func() {
+			clk := p.runner.stages.clock(StageStart)
+			defer clk.flush()
+			for {
+				c, ok := <-chunks
+				clk.waitedIn()
+				if !ok {
+					return
+				}
+				if failed.Load() {
+					continue
+				}
+				if err := p.startSending(ctx, graceCtx, c, sends, done, clk); err != nil {
+					failOnce.Do(func() { first = err })
+					failed.Store(true)
+				}
+				clk.worked()
+			}
+		})
+	}
 	for batch := range claimed {
-		for len(batch) > 0 && first == nil {
+		for len(batch) > 0 {
 			n := min(chunk, len(batch))
-			first = p.startSending(ctx, graceCtx, batch[:n], sends, done)
+			chunks <- batch[:n]
 			batch = batch[n:]
 		}
 	}
+	close(chunks)
+	wg.Wait()
 	return first
 }
 
@@ -116,7 +160,7 @@ func startChunk(cfg *Config) int {
 
 // route counts a claim outcome and reports whether the item goes on to be
 // sent. Maybe-sent claims go to a sender directly, which looks up first.
-func (p *pass) route(it *item, done chan<- *item) (start bool) {
+func (p *pass) route(it *item, done *doneQueue) (start bool) {
 	r, cfg := p.runner, &p.runner.Config
 	c, first := &r.counters, p.number == 1
 	res := it.claim
@@ -124,7 +168,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 	case digest.OutcomeClaimed:
 		if err := p.render(it); err != nil {
 			it.finish = p.finishFor(it, digest.StateFailed, "render: "+err.Error())
-			done <- it
+			done.put(it)
 			return false
 		}
 		if !res.MaybeSent || cfg.Ambiguous == AmbiguousResend && r.Lookup == nil {
@@ -132,7 +176,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 		}
 		if r.Lookup == nil {
 			it.finish = p.finishFor(it, digest.StateHeld, "may have reached the provider; no look-up configured")
-			done <- it
+			done.put(it)
 			return false
 		}
 		if at := res.TakenOverAt.Add(cfg.LookupDelay); !res.TakenOverAt.IsZero() && cfg.Now().Before(at) {
@@ -141,7 +185,7 @@ func (p *pass) route(it *item, done chan<- *item) (start bool) {
 			// see it.
 			it.finish = p.finishFor(it, digest.StateRetryable, "taken over from a send that may still be landing; look-up after the delay")
 			it.finish.MaybeSent, it.finish.NextAttempt, it.released = true, at, true
-			done <- it
+			done.put(it)
 			return false
 		}
 		return true // the sender looks up first
@@ -209,19 +253,24 @@ func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish 
 	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.runner.Config.RunID}
 }
 
-// startSending marks the batch's fresh claims as sending in one ledger call
-// and hands them to the senders. Maybe-sent claims skip the mark here: the
+// startSending marks the batch's fresh claims as sending in one ledger call,
+// once the "marked, not yet sent" window has room for them, and hands them
+// to the senders. Maybe-sent claims skip the mark here: the
 // sender marks each one after its look-up says "not found".
-func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends, done chan<- *item) error {
+func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends *sendQueue, done *doneQueue, clk *stageClock) error {
 	if len(start) == 0 {
 		return nil
 	}
+	clk.worked()
+	sends.reserve(len(start)) // the window is full: wait for the senders
+	clk.waitedOut()
 	if ctx.Err() != nil {
 		// Interrupted between claim and send: give the claims back now,
 		// so the next run need not wait for the lease.
+		sends.release(len(start))
 		for _, it := range start {
 			p.release(it, "interrupted before the send")
-			done <- it
+			done.put(it)
 		}
 		return nil
 	}
@@ -238,6 +287,7 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends,
 		errs, err := p.runner.Ledger.StartSending(graceCtx, fences)
 		p.runner.counters.ledgerCalls.Add(1)
 		if err != nil {
+			sends.release(len(start))
 			// The claims stay "claimed, send not started": the next run
 			// takes them over when the lease ends and sends without review.
 			return fmt.Errorf("mark sending: %w", err)
@@ -250,11 +300,14 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends,
 			}
 		}
 	}
+	send := start[:0:0]
 	for _, it := range start {
 		if it.claim.Token != -1 {
-			sends <- it
+			send = append(send, it)
 		}
 	}
+	sends.release(len(start) - len(send))
+	sends.push(send)
 	return nil
 }
 
@@ -284,10 +337,19 @@ func (p *pass) release(it *item, reason string) {
 	it.finish.MaybeSent = it.claim.MaybeSent
 }
 
-func (p *pass) sendLoop(ctx, graceCtx context.Context, sends <-chan *item, done chan<- *item) {
-	for it := range sends {
+func (p *pass) sendLoop(ctx, graceCtx context.Context, sends *sendQueue, done *doneQueue) {
+	clk := p.runner.stages.clock(StageSend)
+	defer clk.flush()
+	for {
+		it, ok := sends.pop()
+		clk.waitedIn()
+		if !ok {
+			return
+		}
 		p.deliver(ctx, graceCtx, it)
-		done <- it
+		clk.worked()
+		done.put(it)
+		clk.waitedOut()
 	}
 }
 
@@ -400,21 +462,19 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 // finish records outcomes in batches, one ledger call per batch. One
 // goroutine gathers the next batch while this one writes the last, so the
 // senders never wait for the write.
-func (p *pass) finish(graceCtx context.Context, done <-chan *item) error {
+func (p *pass) finish(graceCtx context.Context, done *doneQueue) error {
 	r, cfg := p.runner, &p.runner.Config
-	batches := make(chan []*item, 1)
-	go func() {
-		defer close(batches)
-		for {
-			batch := gather(done, cfg.BatchSize, batchLinger)
-			if batch == nil {
-				return
-			}
-			batches <- batch
-		}
-	}()
+	batches := done.out
 	var first error
-	for batch := range batches {
+	clk := r.stages.clock(StageFinish)
+	defer clk.flush()
+	for {
+		clk.worked()
+		batch, ok := <-batches
+		if !ok {
+			break
+		}
+		clk.waitedIn()
 		var fs []digest.Finish
 		var its []*item
 		for _, it := range batch {

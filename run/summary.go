@@ -79,6 +79,10 @@ type Summary struct {
 	// kind, e.g. "temporary: connect" or "fatal: starttls". The first of
 	// each kind is logged with its cause.
 	Failures map[string]int
+	// Stages says, by stage name (StageNames), where the pipeline's
+	// goroutines spent the run: working, waiting for input, blocked on
+	// output. Where a pipeline waits, and on what, is where it is slow.
+	Stages map[string]StageTime
 }
 
 // NeedsReview reports whether any row waits for an operator.
@@ -110,6 +114,15 @@ func (s Summary) LogValue() slog.Value {
 	}
 	if len(s.Failures) > 0 {
 		attrs = append(attrs, slog.Any("failures", s.Failures))
+	}
+	if len(s.Stages) > 0 {
+		var stages []slog.Attr
+		for _, name := range StageNames {
+			if t, ok := s.Stages[name]; ok {
+				stages = append(stages, slog.Any(name, t))
+			}
+		}
+		attrs = append(attrs, slog.Attr{Key: "stages", Value: slog.GroupValue(stages...)})
 	}
 	if n := s.LookupsFound + s.LookupsNotFound + s.LookupErrors; n > 0 {
 		attrs = append(attrs, slog.Int("lookups_found", s.LookupsFound), slog.Int("lookups_not_found", s.LookupsNotFound), slog.Int("lookup_errors", s.LookupErrors))

@@ -15,7 +15,7 @@ import (
 	"github.com/weeklydigest/digest/internal/bench"
 )
 
-const userHelp = `Usage: digest-bench user --database-url URL [--digest-bin PATH] [--customers N] [--concurrency C] [--runs R] [--schema NAME] [--json]
+const userHelp = `Usage: digest-bench user --database-url URL [--digest-bin PATH] [--customers N] [--concurrency C] [--runs R] [--schema NAME] [--trace DIR] [--json]
 
 Measures the digest binary as the user runs it. Seeds N customers with
 "digest seed" into a fresh schema of the PostgreSQL database named by
@@ -35,8 +35,11 @@ It prints each run and the medians: messages/s, the ratio of the medians,
 CPU per message of the sending process, the SMTP server process and the
 run's PostgreSQL backends (from /proc/PID/stat: the server must run on this
 machine), the ledger tables' bytes and the WAL written per digest
-(cluster-wide: other clients' writes count too), and the 1-minute load
-average at the end of each run.
+(cluster-wide: other clients' writes count too), the CPU busy cores (the
+three processes' CPU time over the wall time) and the 1-minute load
+average at the end of each run. For each job run it then prints where each
+pipeline stage spent the run (the summary's stages: busy, waiting for
+input, blocked on output); --trace DIR keeps a Go execution trace of each.
 
 Without --digest-bin it builds ./cmd/digest with "go build" (run it from
 the repository). Never point it at a production database.
@@ -58,6 +61,7 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 	runs := fs.Int("runs", 3, "job runs and plain-loop runs, interleaved; the report gives their medians")
 	schema := fs.String("schema", "", "keep and reuse this schema (default: a fresh one, dropped at the end)")
 	asJSON := fs.Bool("json", false, "print the result as JSON instead of a table")
+	traceDir := fs.String("trace", "", "write a Go execution trace of each job run to DIR/run-N.trace (digest run --trace), for \"go tool trace\"")
 	if err := parseFlags(fs, args, userHelp, stdout); err != nil {
 		return err
 	}
@@ -85,7 +89,7 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	res, err := bench.MeasureUser(ctx, bench.UserConfig{
 		DatabaseURL: *url, Schema: *schema, DigestBin: *bin, Self: self,
-		Customers: *n, Concurrency: *conc, Runs: *runs, Progress: stderr,
+		Customers: *n, Concurrency: *conc, Runs: *runs, Progress: stderr, TraceDir: *traceDir,
 	})
 	if err != nil {
 		return err

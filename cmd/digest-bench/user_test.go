@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,8 +28,9 @@ func TestMain(m *testing.M) {
 // run did and that every measure is there, never how fast.
 func TestUserSmall(t *testing.T) {
 	t.Parallel()
+	traces := t.TempDir()
 	code, out, errOut := benchMain(t, map[string]string{"DIGEST_DATABASE_URL": pgtest.BaseURL()},
-		"user", "--digest-bin", e2etest.Binary(), "--customers", "400", "--concurrency", "2", "--runs", "2", "--json")
+		"user", "--digest-bin", e2etest.Binary(), "--customers", "400", "--concurrency", "2", "--runs", "2", "--json", "--trace", traces)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -54,6 +56,18 @@ func TestUserSmall(t *testing.T) {
 			t.Errorf("job sample %d: PostgreSQL %.0f µs over %d backends, ledger %.0f and WAL %.0f bytes/digest; want all positive",
 				i, s.PostgresCPU, s.Backends, s.LedgerBytes, s.WALBytes)
 		}
+		if !(s.Cores > 0) {
+			t.Errorf("sample %d (%s): %.2f CPU busy cores; want positive", i, s.Kind, s.Cores)
+		}
+		if kind == "job" && !(s.RunSeconds > 0 && s.Stages["send"].Busy > 0 && s.Stages["claim"].Busy > 0) {
+			t.Errorf("job sample %d: run %.3fs, stages %v; want the summary's stage times", i, s.RunSeconds, s.Stages)
+		}
+	}
+	for _, n := range []string{"run-1.trace", "run-2.trace"} {
+		b, err := os.ReadFile(filepath.Join(traces, n))
+		if err != nil || !strings.HasPrefix(string(b), "go 1.") {
+			t.Errorf("--trace: %s: %d bytes (%v); want a Go execution trace", n, len(b), err)
+		}
 	}
 	if !(res.Ratio > 0 && res.Job.PerSecond > 0 && res.Plain.PerSecond > 0 && res.MessageBytes > 1000) {
 		t.Errorf("ratio %.2f, medians %.0f and %.0f msg/s, message %d bytes; want all positive and a whole digest",
@@ -64,12 +78,14 @@ func TestUserSmall(t *testing.T) {
 // The table names every measure.
 func TestUserTable(t *testing.T) {
 	t.Parallel()
-	res := bench.UserResult{Customers: 10, Concurrency: 1, Runs: 1, Samples: []bench.Sample{{Kind: "job"}, {Kind: "plain"}}}
+	job := bench.Sample{Kind: "job", RunSeconds: 2, Stages: map[string]bench.StageTimes{"send": {Busy: 7, WaitIn: 0.5, WaitOut: 0.5}, "claim": {Busy: 1, WaitOut: 1}}}
+	res := bench.UserResult{Customers: 10, Concurrency: 1, Runs: 1, Samples: []bench.Sample{job, {Kind: "plain"}}}
 	var b strings.Builder
 	if err := res.Print(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"msg/s", "CPU µs/msg: process", "SMTP server", "PostgreSQL", "ledger B/digest", "WAL B/digest", "load1", "job 1", "plain 1", "job median", "plain median", "ratio "} {
+	for _, name := range []string{"msg/s", "CPU µs/msg: process", "SMTP server", "PostgreSQL", "ledger B/digest", "WAL B/digest", "load1", "CPU busy cores", "job 1", "plain 1", "job median", "plain median", "ratio ",
+		"job 1 stages (run 2.00s wall)", "waiting for input", "blocked on output", "350%", "claim"} {
 		if !strings.Contains(b.String(), name) {
 			t.Errorf("table lacks %q:\n%s", name, b.String())
 		}

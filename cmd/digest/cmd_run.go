@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +60,10 @@ pruned is sent a second time.
 
 Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week),
 3 incomplete (retry later), 4 rows need review ("digest review list").
+
+Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
+trace FILE); the final "run finished" line's summary.stages says where each
+pipeline stage spent the run (docs/operations.md, "Where a run waits").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
@@ -78,6 +84,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	batch := fs.Int("batch-size", 100, "keys per ledger round trip")
 	observeSample := fs.Int("observe-sample", 10, "observe mode: log this many would-be recipients (\"would send\", by key); 0: none")
 	observeAddresses := fs.Bool("observe-addresses", false, "observe mode: add the address to each sampled line (default: keys only, no customer data in logs)")
+	traceFile := fs.String("trace", "", "diagnostic: write a Go execution trace of the run (runtime/trace) to FILE, for \"go tool trace FILE\"")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -178,9 +185,16 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	log.Info("run configured", "week", cfg.Spec.Week.String(), "mode", string(cfg.Mode),
 		"ledger", describeLedger(st), "mailer", ms.String())
 
+	stopTrace, err := startTrace(*traceFile)
+	if err != nil {
+		return err
+	}
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
+	if err := stopTrace(); err != nil {
+		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
+	}
 	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), checks)
 	err = runExit(sum, runErr)
 	if err == nil && checkErr != nil {
@@ -190,6 +204,27 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	return err
+}
+
+// startTrace starts a Go execution trace of the run into path, a
+// diagnostic of where the pipeline waits (docs/operations.md); the
+// function it returns stops it and closes the file. No path: no trace.
+func startTrace(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("--trace: %v", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() error {
+		trace.Stop()
+		return f.Close()
+	}, nil
 }
 
 // runConfig turns settings and flags into a run.Config.

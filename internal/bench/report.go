@@ -63,10 +63,10 @@ func (r *UserResult) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the first digest the null server received)\n",
 		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
-	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
+	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
 	row := func(name string, s Sample) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
-			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
+			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Cores, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
 	}
 	for i, s := range r.Samples {
 		row(fmt.Sprintf("%s %d", s.Kind, i/2+1), s)
@@ -76,6 +76,39 @@ func (r *UserResult) Print(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "ratio %.2f (median digests/s of digest run ÷ median msg/s of the plain go-mail loop)\n", r.Ratio)
-	return err
+	if _, err := fmt.Fprintf(w, "ratio %.2f (median digests/s of digest run ÷ median msg/s of the plain go-mail loop)\n", r.Ratio); err != nil {
+		return err
+	}
+	for i, s := range r.Samples {
+		if s.Kind == "job" && len(s.Stages) > 0 {
+			if err := printStages(w, fmt.Sprintf("job %d", i/2+1), s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// printStages writes where each pipeline stage of a job run spent it, in
+// seconds and in percent of the run's wall time (send sums its
+// connections, so it reaches up to their number times 100%).
+func printStages(w io.Writer, name string, s Sample) error {
+	fmt.Fprintf(w, "%s stages (run %.2fs wall): seconds and %% of wall\n", name, s.RunSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tbusy\t\twaiting for input\t\tblocked on output\t\t")
+	pct := func(v float64) float64 {
+		if s.RunSeconds <= 0 {
+			return 0
+		}
+		return 100 * v / s.RunSeconds
+	}
+	for _, stage := range []string{"read", "claim", "start", "send", "finish", "renew"} {
+		t, ok := s.Stages[stage]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f%%\t%.2f\t%.0f%%\t%.2f\t%.0f%%\t\n", stage,
+			t.Busy, pct(t.Busy), t.WaitIn, pct(t.WaitIn), t.WaitOut, pct(t.WaitOut))
+	}
+	return tw.Flush()
 }

@@ -50,6 +50,9 @@ type UserConfig struct {
 	Week digest.ISOWeek
 	// Progress, when set, receives one line per phase.
 	Progress io.Writer
+	// TraceDir, when set, receives a Go execution trace of each job run
+	// (digest run --trace TraceDir/run-N.trace).
+	TraceDir string
 }
 
 // Sample is one job run or one plain-loop run.
@@ -71,6 +74,39 @@ type Sample struct {
 	WALBytes    float64 `json:"wal_bytes_per_digest,omitempty"`
 	// Load is /proc/loadavg's 1-minute average at the end of the run.
 	Load float64 `json:"load1"`
+	// Cores is the CPU time of the three processes (the sender, the SMTP
+	// server, PostgreSQL's backends) over the wall time: how many cores
+	// the run kept busy.
+	Cores float64 `json:"cpu_cores"`
+	// Job only: the run's own wall time (its summary's duration, from the
+	// first claim's preparations to the last record) and where each
+	// pipeline stage spent it (its summary's stages).
+	RunSeconds float64               `json:"run_seconds,omitempty"`
+	Stages     map[string]StageTimes `json:"stages,omitempty"`
+}
+
+// StageTimes is one pipeline stage of a job run, in seconds: working,
+// waiting for input, blocked on output (the send stage sums its
+// connections' goroutines).
+type StageTimes struct {
+	Busy    float64 `json:"busy_s"`
+	WaitIn  float64 `json:"wait_in_s"`
+	WaitOut float64 `json:"wait_out_s"`
+}
+
+// stagesOf reads the stage times of a run's summary line.
+func stagesOf(sum map[string]any) map[string]StageTimes {
+	raw, ok := sum["stages"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]StageTimes, len(raw))
+	for name, v := range raw {
+		m, _ := v.(map[string]any)
+		f := func(k string) float64 { x, _ := m[k].(float64); return x }
+		out[name] = StageTimes{Busy: f("busy_s"), WaitIn: f("wait_in_s"), WaitOut: f("wait_out_s")}
+	}
+	return out
 }
 
 // UserResult is what MeasureUser measured: every run and the medians.
@@ -237,8 +273,11 @@ func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd fu
 	if err != nil {
 		return s, err
 	}
-	cmd := digestCmd([]string{"DIGEST_DATABASE_URL=" + url, "DIGEST_SMTP_URL=smtp://" + srv.addr + "?tls=none"},
-		"run", "--week", cfg.Week.String())
+	args := []string{"run", "--week", cfg.Week.String()}
+	if cfg.TraceDir != "" {
+		args = append(args, "--trace", filepath.Join(cfg.TraceDir, fmt.Sprintf("run-%d.trace", i+1)))
+	}
+	cmd := digestCmd([]string{"DIGEST_DATABASE_URL=" + url, "DIGEST_SMTP_URL=smtp://" + srv.addr + "?tls=none"}, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return s, err
@@ -275,6 +314,12 @@ pg_total_relation_size('receipts') + pg_total_relation_size('receipt_events')`, 
 	}
 	s.fill(int(sent), count1-count0, d, cmd.ProcessState, srvCPU1-srvCPU0, pgCPU)
 	s.Backends = n
+	s.Stages = stagesOf(sum)
+	if v, ok := sum["duration"].(string); ok { // a Go duration ("1.5s")
+		if d, err := time.ParseDuration(v); err == nil {
+			s.RunSeconds = d.Seconds()
+		}
+	}
 	s.LedgerBytes, s.WALBytes = float64(ledger)/sent, float64(wal)/sent
 	return s, nil
 }
@@ -308,6 +353,7 @@ func (s *Sample) fill(messages int, received int64, d time.Duration, ps *os.Proc
 	s.PerSecond = float64(messages) / d.Seconds()
 	s.ProcessCPU = us(ps.UserTime() + ps.SystemTime())
 	s.ServerCPU, s.PostgresCPU = us(srvCPU), us(pgCPU)
+	s.Cores = (s.ProcessCPU + s.ServerCPU + s.PostgresCPU) * float64(messages) / 1e6 / d.Seconds()
 	s.Load = load1()
 }
 
@@ -369,6 +415,7 @@ func medianOf(samples []Sample, kind string) Sample {
 		LedgerBytes: med(func(s Sample) float64 { return s.LedgerBytes }),
 		WALBytes:    med(func(s Sample) float64 { return s.WALBytes }),
 		Load:        med(func(s Sample) float64 { return s.Load }),
+		Cores:       med(func(s Sample) float64 { return s.Cores }),
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
 	"github.com/weeklydigest/digest/migrations"
 )
@@ -34,5 +36,15 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker))
+	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
+		return err
+	}
+	// Partitions ahead, made by the role that owns receipts: the weeks a
+	// run started now or next week would send (the last, this and next).
+	// A run's role need not be able to create them (see partition.go).
+	this := digest.WeekOf(s.now(), time.UTC)
+	for _, w := range []digest.ISOWeek{this.Prev(), this, this.Next()} {
+		s.ensurePartitionLogged(ctx, w)
+	}
+	return nil
 }

@@ -39,12 +39,13 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
 		return err
 	}
-	// Partitions ahead, made by the role that owns receipts: the weeks a
-	// run started now or next week would send (the last, this and next).
-	// A run's role need not be able to create them (see partition.go).
-	this := digest.WeekOf(s.now(), time.UTC)
-	for _, w := range []digest.ISOWeek{this.Prev(), this, this.Next()} {
+	// Partitions ahead, made by the role that owns receipts (a run's role
+	// need not own it, see partition.go): last week's, this week's and
+	// those of the partitionWeeksAhead weeks after it.
+	w := digest.WeekOf(s.now(), time.UTC).Prev()
+	for range partitionWeeksAhead + 2 {
 		s.ensurePartitionLogged(ctx, w)
+		w = w.Next()
 	}
 	return nil
 }

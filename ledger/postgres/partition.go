@@ -33,6 +33,11 @@ const (
 // or a long query for a partition the DEFAULT can stand in for.
 const partitionLockTimeout = 5 * time.Second
 
+// partitionWeeksAhead is how many weeks after this one Migrate creates
+// partitions for: two months of weekly runs under a role that may not
+// create them, between two migrations.
+const partitionWeeksAhead = 8
+
 // defaultPartition is the partition of the weeks that have none.
 const defaultPartition = "receipts_default"
 
@@ -68,12 +73,15 @@ const (
 // week may race: the loser sees the partition created.
 func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (partitionOutcome, error) {
 	name := weekPartition(week)
-	var exists bool
-	if err := s.pool.QueryRow(ctx, partitionExistsSQL, name).Scan(&exists); err != nil {
+	exists, owner, err := s.partitionExists(ctx, name)
+	if err != nil {
 		return "", fmt.Errorf("partition %s: %w", name, err)
 	}
-	if exists {
+	switch {
+	case exists:
 		return partitionExisted, nil
+	case !owner:
+		return partitionNotAllow, nil
 	}
 	if err := s.pool.QueryRow(ctx, defaultHoldsWeekSQL, week.String()).Scan(&exists); err != nil {
 		return "", fmt.Errorf("partition %s: %w", name, err)
@@ -85,7 +93,7 @@ func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (parti
 	// digits and "-W" only), quoted as a literal all the same.
 	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF receipts FOR VALUES IN (%s) WITH (fillfactor = 70)",
 		pgx.Identifier{name}.Sanitize(), quoteLiteral(week.String()))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", partitionLockTimeout.Milliseconds())); err != nil {
 			return err
 		}
@@ -111,6 +119,13 @@ func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (parti
 	return partitionCreated, nil
 }
 
+// partitionExists reports whether relation name exists and whether the
+// role may create and drop partitions of receipts (it owns receipts).
+func (s *Store) partitionExists(ctx context.Context, name string) (exists, owner bool, err error) {
+	err = s.pool.QueryRow(ctx, partitionExistsSQL, name).Scan(&exists, &owner)
+	return exists, owner, err
+}
+
 // ensurePartitionLogged is ensurePartition for a run's start: it logs what
 // was not done and never fails the run for it (the DEFAULT partition takes
 // the week's receipts).
@@ -128,7 +143,8 @@ func (s *Store) ensurePartitionLogged(ctx context.Context, week digest.ISOWeek) 
 			"week", week.String(), "partition", defaultPartition)
 	case out == partitionNotAllow:
 		s.log.WarnContext(ctx, "the database role may not create the week's receipts partition (it must own receipts; "+
-			"digest migrate creates them ahead): its receipts go to the default partition", "week", week.String(), "partition", name)
+			"digest migrate creates them ahead, see docs/operations.md): its receipts go to the default partition",
+			"week", week.String(), "partition", name)
 	case out == partitionBusy:
 		s.log.WarnContext(ctx, "receipts stayed locked: the week's receipts partition was not created, its receipts go to the default partition",
 			"week", week.String(), "partition", name)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,8 +57,8 @@ func openPartitioned(t *testing.T) (*Store, *partClock) {
 
 func tableExists(t *testing.T, s *Store, name string) bool {
 	t.Helper()
-	var ok bool
-	if err := s.pool.QueryRow(context.Background(), partitionExistsSQL, name).Scan(&ok); err != nil {
+	ok, _, err := s.partitionExists(context.Background(), name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ok
@@ -204,45 +205,76 @@ func TestConcurrentPartitionCreation(t *testing.T) {
 	}
 }
 
-// A role that does not own receipts cannot create partitions: its run
-// goes on with the DEFAULT partition.
-func TestPartitionWithoutOwnership(t *testing.T) {
+// A role that does not own receipts (the job role of docs/security.md)
+// creates no partition and drops none: its runs use the partitions the
+// owner made and the DEFAULT partition, its prunes delete row by row.
+func TestPartitionsUnderTheJobRole(t *testing.T) {
 	t.Parallel()
-	s, _ := openPartitioned(t)
 	ctx := context.Background()
-	role := "digest_run_" + fmt.Sprint(time.Now().UnixNano())
-	var schema string
-	if err := s.pool.QueryRow(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
+	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)}
+	schemaURL := pgtest.Schema(t)
+	owner, err := Open(ctx, ledger.Config{DatabaseURL: schemaURL, Now: clk.Now})
+	if err != nil {
 		t.Fatal(err)
 	}
-	ident := pgx.Identifier{role}.Sanitize()
+	t.Cleanup(func() { owner.Close() })
+	if err := owner.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := owner.pool.QueryRow(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("digest_job_%d", time.Now().UnixNano())
+	ident, sch := pgx.Identifier{role}.Sanitize(), pgx.Identifier{schema}.Sanitize()
 	for _, stmt := range []string{
-		"CREATE ROLE " + ident,
-		"GRANT USAGE, CREATE ON SCHEMA " + pgx.Identifier{schema}.Sanitize() + " TO " + ident,
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + pgx.Identifier{schema}.Sanitize() + " TO " + ident,
+		"CREATE ROLE " + ident + " LOGIN",
+		"GRANT USAGE ON SCHEMA " + sch + " TO " + ident,
+		fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE ON %[1]s.receipts, %[1]s.receipt_events, %[1]s.snapshot_pins, "+
+			"%[1]s.observations, %[1]s.prune_tombstones, %[1]s.week_runs, %[1]s.run_ends TO %[2]s", sch, ident),
+		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + sch + " TO " + ident,
 	} {
-		if _, err := s.pool.Exec(ctx, stmt); err != nil {
+		if _, err := owner.pool.Exec(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		s.pool.Exec(context.Background(), "DROP OWNED BY "+ident)
-		s.pool.Exec(context.Background(), "DROP ROLE "+ident)
+		owner.pool.Exec(context.Background(), "DROP OWNED BY "+ident)
+		owner.pool.Exec(context.Background(), "DROP ROLE "+ident)
 	})
-	conn, err := s.pool.Acquire(ctx)
+	u, err := url.Parse(schemaURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET ROLE "+ident); err != nil {
+	u.User = url.User(role)
+	job, err := Open(ctx, ledger.Config{DatabaseURL: u.String(), Now: clk.Now})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s PARTITION OF receipts FOR VALUES IN ('2026-W32')", pgx.Identifier{weekPartition(w32)}.Sanitize()))
-	var pgErr interface{ SQLState() string }
-	if !errors.As(err, &pgErr) || pgErr.SQLState() != sqlstateInsufficientPrivilege {
-		t.Fatalf("a role that does not own receipts creating a partition: %v, want SQLSTATE %s", err, sqlstateInsufficientPrivilege)
+	t.Cleanup(func() { job.Close() })
+
+	if out, err := job.ensurePartition(ctx, w32); err != nil || out != partitionNotAllow {
+		t.Fatalf("ensure under the job role: %q, %v; want %q", out, err, partitionNotAllow)
 	}
-	conn.Exec(ctx, "RESET ROLE")
+	startWeek(t, job, w32)
+	keys := claimSend(t, job, w32, "j", 2, digest.StateSent)
+	if got := partitionOf(t, owner, keys[0]); got != defaultPartition {
+		t.Errorf("the job role's receipt of a week without partition in %s, want %s", got, defaultPartition)
+	}
+	startWeek(t, owner, w31) // the owner (digest migrate) made this one
+	keys = claimSend(t, job, w31, "j", 2, digest.StateSent)
+	if got := partitionOf(t, owner, keys[0]); got != "receipts_2026_w31" {
+		t.Errorf("the job role's receipt in %s, want receipts_2026_w31", got)
+	}
+	clk.Advance(60 * 24 * time.Hour)
+	got := pruneOld(t, job, ledger.PruneRequest{})
+	want := []ledger.PrunedWeek{{Week: "2026-W31", Receipts: 2}, {Week: "2026-W32", Receipts: 2}}
+	if fmt.Sprint(got.Weeks) != fmt.Sprint(want) {
+		t.Errorf("prune under the job role: %v, want %v (deleted, not dropped)", got.Weeks, want)
+	}
+	if !tableExists(t, owner, "receipts_2026_w31") {
+		t.Error("the job role dropped a partition")
+	}
 }
 
 // Every hot-path statement with the week reaches one partition: the other

@@ -101,13 +101,19 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 // prunable is a dry run: what Prune would remove, by week, with the weeks
 // whose partitions it would drop marked.
 func (s *Store) prunable(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
-	var whole map[string]bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	whole := map[string]bool{}
+	_, owner, err := s.partitionExists(ctx, "receipts")
+	if err != nil {
+		return ledger.PruneResult{}, err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if !owner {
+			return nil // it would delete row by row (see dropPartitions)
+		}
 		parts, err := droppable(ctx, tx, p)
 		if err != nil {
 			return err
 		}
-		whole = map[string]bool{}
 		for _, part := range parts {
 			weeks, err := partitionWeeks(ctx, tx, part, p)
 			if err != nil {
@@ -148,9 +154,16 @@ func (s *Store) prunable(ctx context.Context, p ledger.PruneRequest) (ledger.Pru
 // (which the drop needs; it blocks every claim and finish until the
 // commit) and reads each again before dropping it: meanwhile an operator
 // may have released a held receipt, or a run that started before the
-// cutoff claimed one. When the lock stays busy for partitionLockTimeout it
+// cutoff claimed one. When the lock stays busy for partitionLockTimeout,
+// or the role does not own receipts (dropping a table takes its owner), it
 // drops nothing: Prune's DELETE then takes those receipts.
 func (s *Store) dropPartitions(ctx context.Context, p ledger.PruneRequest) ([]ledger.PrunedWeek, error) {
+	if _, owner, err := s.partitionExists(ctx, "receipts"); err != nil || !owner {
+		if err == nil {
+			s.log.InfoContext(ctx, "the database role does not own receipts: no partition dropped, the prunable receipts are deleted row by row")
+		}
+		return nil, err
+	}
 	var dropped []ledger.PrunedWeek
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		dropped = nil

@@ -70,7 +70,8 @@ func backendCPU(t *testing.T, pid int) time.Duration {
 // WAL position moved, so other work on the server at the same time counts
 // too) and the backend's CPU. It asserts only the deterministic counts.
 // DIGEST_LEDGER_COST_KEYS sets the number of keys (default 1,000; the
-// numbers in docs/scaling.md are from 10,000).
+// numbers in docs/scaling.md are from 10,000), DIGEST_LEDGER_COST_BATCH
+// the batch size (default 100; 1 measures the single-key statements).
 func TestCostPerDigest(t *testing.T) {
 	t.Parallel()
 	n := 1000
@@ -139,7 +140,14 @@ func TestCostPerDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu0 := backendCPU(t, pid)
-	const batch = 100
+	batch := 100
+	if v := os.Getenv("DIGEST_LEDGER_COST_BATCH"); v != "" {
+		if b, err := strconv.Atoi(v); err == nil && b > 0 && n%b == 0 {
+			batch = b
+		} else {
+			t.Fatalf("DIGEST_LEDGER_COST_BATCH=%q: want a divisor of %d", v, n)
+		}
+	}
 	reqs := make([]digest.ClaimRequest, batch)
 	fences := make([]digest.Fence, batch)
 	fins := make([]digest.Finish, batch)

@@ -97,6 +97,9 @@ type ClaimResult struct {
 type Fence struct {
 	Key   Key
 	Token int64
+	// Week is the receipt's week (ClaimRequest.Week): with it, a ledger
+	// partitioned by week reaches one partition. Zero: the ledger finds it.
+	Week ISOWeek
 }
 
 // Finish records the end of one claim. Only the current token may finish.
@@ -111,6 +114,7 @@ type Finish struct {
 	MaybeSent bool
 	Reason    string // short, for the history; never customer data or secrets
 	RunID     string
+	Week      ISOWeek // as Fence.Week
 }
 
 // ErrStaleClaim means the token no longer holds the claim: its lease

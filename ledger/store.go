@@ -227,10 +227,19 @@ type PruneResult struct {
 type PrunedWeek struct {
 	Week     string
 	Receipts int64
+	// Dropped: the week went whole with its partition (PostgreSQL, where
+	// receipts is partitioned by week), instead of by a DELETE of its rows.
+	Dropped bool
 }
 
 func (r *PruneResult) Add(week string, n int64) {
 	r.Weeks = append(r.Weeks, PrunedWeek{Week: week, Receipts: n})
+	r.Receipts += n
+}
+
+// AddDropped adds a week whose partition went whole.
+func (r *PruneResult) AddDropped(week string, n int64) {
+	r.Weeks = append(r.Weeks, PrunedWeek{Week: week, Receipts: n, Dropped: true})
 	r.Receipts += n
 }
 

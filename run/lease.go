@@ -114,7 +114,7 @@ func (p *pass) renew(ctx context.Context) {
 		}
 		fences := make([]digest.Fence, len(its))
 		for i, it := range its {
-			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token}
+			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token, Week: cfg.Spec.Week}
 		}
 		until, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
 		r.counters.ledgerCalls.Add(1)

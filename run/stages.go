@@ -250,7 +250,7 @@ func (p *pass) render(it *item) error {
 }
 
 func (p *pass) finishFor(it *item, s digest.State, reason string) digest.Finish {
-	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.runner.Config.RunID}
+	return digest.Finish{Key: it.claim.Key, Token: it.claim.Token, State: s, Reason: reason, RunID: p.runner.Config.RunID, Week: p.runner.Config.Spec.Week}
 }
 
 // startSending marks the batch's fresh claims as sending in one ledger call,
@@ -281,7 +281,7 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 			continue
 		}
 		fresh = append(fresh, it)
-		fences = append(fences, digest.Fence{Key: it.claim.Key, Token: it.claim.Token})
+		fences = append(fences, digest.Fence{Key: it.claim.Key, Token: it.claim.Token, Week: p.runner.Config.Spec.Week})
 	}
 	if len(fences) > 0 {
 		errs, err := p.runner.Ledger.StartSending(graceCtx, fences)
@@ -377,7 +377,7 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		}
 		r.counters.lookupNotFound.Add(1)
 		if ctx.Err() == nil {
-			errs, err := r.Ledger.StartSending(graceCtx, []digest.Fence{{Key: it.claim.Key, Token: it.claim.Token}})
+			errs, err := r.Ledger.StartSending(graceCtx, []digest.Fence{{Key: it.claim.Key, Token: it.claim.Token, Week: r.Config.Spec.Week}})
 			r.counters.ledgerCalls.Add(1)
 			if err == nil && errs[0] != nil {
 				err = errs[0]

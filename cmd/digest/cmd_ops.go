@@ -139,6 +139,11 @@ later "digest run" of the week refuses (exit 2) unless given
 --resend-pruned-week. A dry run only counts: it deletes nothing and leaves
 no tombstone. Prints how many receipts went (or would go), by week.
 
+On PostgreSQL, where receipts is partitioned by ISO week, a week whose
+partition holds nothing but such receipts goes whole: its partition is
+dropped (no per-row delete; it briefly locks receipts against every run,
+so prune outside sending hours). The output says which weeks went so.
+
 Examples:
   digest prune --older-than 90d --dry-run
   digest prune --older-than 90d
@@ -183,7 +188,14 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, res.Receipts, *olderThan)
 	for _, w := range res.Weeks {
-		fmt.Fprintf(env.Stdout, "  %s  %d receipts\n", w.Week, w.Receipts)
+		how := ""
+		if w.Dropped {
+			how = " (its partition dropped whole)"
+			if *dry {
+				how = " (its partition would be dropped whole)"
+			}
+		}
+		fmt.Fprintf(env.Stdout, "  %s  %d receipts%s\n", w.Week, w.Receipts, how)
 	}
 	if !*dry && len(res.Weeks) > 0 {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")

@@ -150,7 +150,7 @@ type Result struct {
 	HeapInUse   uint64 // peak Go heap in use (objects) sampled during the run, bytes
 	HeapAtEnd   uint64 // Go heap in use right after the run, bytes
 
-	ReceiptBytes int64 // pg_total_relation_size(receipts) after the run
+	ReceiptBytes int64 // pg_total_relation_size of receipts' partitions after the run
 	EventBytes   int64 // pg_total_relation_size(receipt_events) after the run
 	WALBytes     int64 // WAL written during the run (pg_current_wal_lsn difference)
 }
@@ -321,7 +321,8 @@ func newMailer(addr string, conns int) (*smtp.Mailer, error) {
 }
 
 func ledgerSizes(ctx context.Context, pool *pgxpool.Pool, res *Result) error {
-	err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('receipts'), pg_total_relation_size('receipt_events')`).
+	err := pool.QueryRow(ctx, `SELECT (SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('receipts')),
+	pg_total_relation_size('receipt_events')`).
 		Scan(&res.ReceiptBytes, &res.EventBytes)
 	if err != nil {
 		return fmt.Errorf("bench: ledger sizes: %w", err)

@@ -308,7 +308,7 @@ func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd fu
 	}
 	var wal, ledger int64
 	err = admin.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint,
-pg_total_relation_size('receipts') + pg_total_relation_size('receipt_events')`, wal0).Scan(&wal, &ledger)
+(SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('receipts')) + pg_total_relation_size('receipt_events')`, wal0).Scan(&wal, &ledger)
 	if err != nil {
 		return s, fmt.Errorf("bench: wal and ledger size: %w", err)
 	}

@@ -29,6 +29,10 @@ func benchStore(b *testing.B, be Driver) ledger.Store {
 	if err := s.Migrate(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	// As a run starts: on PostgreSQL this makes the week's partition.
+	if _, err := s.StartWeek(context.Background(), digest.SnapshotPin{Type: "bench", Week: week, Version: "v1"}, time.Now()); err != nil {
+		b.Fatal(err)
+	}
 	return s
 }
 
@@ -51,7 +55,7 @@ func BenchmarkClaimSent(b *testing.B, be Driver) {
 		if err != nil || res[0].Outcome != digest.OutcomeClaimed {
 			b.Fatalf("claim: %v %v", res, err)
 		}
-		errs, err := s.Finish(ctx, []digest.Finish{{Key: res[0].Key, Token: res[0].Token, State: digest.StateSent, ProviderRef: "ref"}})
+		errs, err := s.Finish(ctx, []digest.Finish{{Key: res[0].Key, Token: res[0].Token, State: digest.StateSent, ProviderRef: "ref", Week: week}})
 		if err != nil || errs[0] != nil {
 			b.Fatalf("finish: %v %v", errs, err)
 		}
@@ -81,7 +85,7 @@ func BenchmarkClaimSentBatch100(b *testing.B, be Driver) {
 			if r.Outcome != digest.OutcomeClaimed {
 				b.Fatalf("claim %d: %v", j, r.Outcome)
 			}
-			fins[j] = digest.Finish{Key: r.Key, Token: r.Token, State: digest.StateSent, ProviderRef: "ref"}
+			fins[j] = digest.Finish{Key: r.Key, Token: r.Token, State: digest.StateSent, ProviderRef: "ref", Week: week}
 		}
 		errs, err := s.Finish(ctx, fins)
 		if err != nil {

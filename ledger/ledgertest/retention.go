@@ -3,6 +3,7 @@ package ledgertest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,7 +137,13 @@ func testPruneLeavesTombstones(t *testing.T, be Driver) {
 	first := clk.Now()
 	res := mustPrune(t, s, ledger.PruneRequest{Before: t0.Add(30 * time.Minute)})
 	want := []ledger.PrunedWeek{{Week: week.String(), Receipts: 1}, {Week: unpinned.String(), Receipts: 1}}
-	if res.Receipts != 2 || len(res.Weeks) != 2 || res.Weeks[0] != want[0] || res.Weeks[1] != want[1] {
+	// Whether a week went by DELETE or with its partition (PostgreSQL's
+	// store) is the store's business: not compared.
+	weeks := slices.Clone(res.Weeks)
+	for i := range weeks {
+		weeks[i].Dropped = false
+	}
+	if res.Receipts != 2 || len(weeks) != 2 || weeks[0] != want[0] || weeks[1] != want[1] {
 		t.Fatalf("partial prune %+v, want %+v", res, want)
 	}
 	clk.Advance(time.Hour)

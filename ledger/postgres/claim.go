@@ -18,7 +18,8 @@ import (
 // No two requests of one statement share a candidate key (see rounds).
 //
 // $1 candidate keys of each request joined by ',' (current first; keys
-// never contain a comma), $2 fingerprints, $3 ISO weeks, $4 run ids,
+// never contain a comma), $2 fingerprints, $3 the requests' ISO week (one
+// statement per week, see weekRounds), $4 run ids,
 // $5 lease expiries, $6 now, $7-$11 the history texts
 // (ledger.ClaimHistoryTexts).
 //
@@ -71,28 +72,31 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 	now := s.nowUTC()
 	res := make([]digest.ClaimResult, len(reqs))
 	decided := make([]bool, len(reqs))
-	stmts := rounds(len(reqs), func(i int) []digest.Key { return reqs[i].Keys })
+	stmts := weekRounds(len(reqs), func(i int) string { return reqs[i].Week.String() },
+		func(i int) []digest.Key { return reqs[i].Keys })
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
-		for _, round := range stmts {
-			cands, fps, weeks, runs, leases := make([]string, len(round)), make([]string, len(round)),
-				make([]string, len(round)), make([]string, len(round)), make([]time.Time, len(round))
+		for _, st := range stmts {
+			round := st.idx
+			cands, fps, runs, leases := make([]string, len(round)), make([]string, len(round)),
+				make([]string, len(round)), make([]time.Time, len(round))
 			for j, i := range round {
 				r := reqs[i]
 				cands[j] = strings.Join(ledger.KeyStrings(r.Keys), ",")
-				fps[j], weeks[j], runs[j], leases[j] = r.Fingerprint, r.Week.String(), r.RunID, now.Add(r.Lease)
+				fps[j], runs[j], leases[j] = r.Fingerprint, r.RunID, now.Add(r.Lease)
 			}
 			if len(round) == 1 {
-				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], weeks[0], runs[0], leases[0], now}, ledger.ClaimHistoryTexts()...)...)
+				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], st.week, runs[0], leases[0], now}, ledger.ClaimHistoryTexts()...)...)
 				continue
 			}
-			b.Queue(claimManySQL, append([]any{cands, fps, weeks, runs, leases, now}, ledger.ClaimHistoryTexts()...)...)
+			b.Queue(claimManySQL, append([]any{cands, fps, st.week, runs, leases, now}, ledger.ClaimHistoryTexts()...)...)
 		}
 		return b
 	}
 	read := func(br pgx.BatchResults) error {
 		clear(decided)
-		for _, round := range stmts {
+		for _, st := range stmts {
+			round := st.idx
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
@@ -139,7 +143,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, now time.Time) error {
 	b := &pgx.Batch{}
 	for _, i := range missing {
-		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys))
+		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys), reqs[i].Week.String())
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()

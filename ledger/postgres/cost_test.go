@@ -33,11 +33,13 @@ func readCounters(ctx context.Context, t *testing.T, pool *pgxpool.Pool) tableCo
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 		t.Fatal(err)
 	}
+	// receipts is partitioned (migration 00006): its counters and sizes
+	// are its partitions'.
 	var c tableCounters
-	err := pool.QueryRow(ctx, `SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd,
-		pg_relation_size('receipts'), pg_indexes_size('receipts'), pg_total_relation_size('receipt_events'),
+	err := pool.QueryRow(ctx, `SELECT sum(n_tup_ins)::bigint, sum(n_tup_upd)::bigint, sum(n_tup_hot_upd)::bigint,
+		sum(pg_relation_size(relid))::bigint, sum(pg_indexes_size(relid))::bigint, pg_total_relation_size('receipt_events'),
 		(SELECT count(*) FROM receipt_events)
-		FROM pg_stat_user_tables WHERE relid = 'receipts'::regclass`).
+		FROM pg_stat_user_tables WHERE relid IN (SELECT relid FROM pg_partition_tree('receipts') WHERE isleaf)`).
 		Scan(&c.ins, &c.upd, &c.hot, &c.heap, &c.index, &c.history, &c.historyRows)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,8 @@ func backendCPU(t *testing.T, pid int) time.Duration {
 // WAL position moved, so other work on the server at the same time counts
 // too) and the backend's CPU. It asserts only the deterministic counts.
 // DIGEST_LEDGER_COST_KEYS sets the number of keys (default 1,000; the
-// numbers in docs/scaling.md are from 10,000).
+// numbers in docs/scaling.md are from 10,000), DIGEST_LEDGER_COST_BATCH
+// the batch size (default 100; 1 measures the single-key statements).
 func TestCostPerDigest(t *testing.T) {
 	t.Parallel()
 	n := 1000
@@ -95,25 +98,56 @@ func TestCostPerDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := s.Pool()
-	var opts []string
-	if err := pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'receipts'::regclass`).Scan(&opts); err != nil {
-		t.Fatal(err)
+	week := digest.ISOWeek{Year: 2026, Week: 32}
+	// As runs do: each start creates its week's partition. The 13 weeks
+	// before are there as under the default replay horizon (90 days), so
+	// that planning and locking see the partitions a ledger keeps.
+	// DIGEST_LEDGER_COST_WEEKS sets the number of partitions (0: the
+	// digests go to the DEFAULT partition).
+	weeks := 14
+	if v := os.Getenv("DIGEST_LEDGER_COST_WEEKS"); v != "" {
+		if weeks, err = strconv.Atoi(v); err != nil || weeks < 0 {
+			t.Fatalf("DIGEST_LEDGER_COST_WEEKS=%q: want a number of partitions", v)
+		}
 	}
-	if !slices.Contains(opts, "fillfactor=70") {
-		t.Errorf("receipts options %v: want fillfactor=70 (migration 00005), room for HOT updates", opts)
+	w := week
+	for range weeks {
+		if _, err := s.StartWeek(ctx, digest.SnapshotPin{Type: "cost", Week: w, Version: "v1"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		w = w.Prev()
+	}
+	parts := []string{"receipts_default"}
+	if weeks > 0 {
+		parts = append(parts, "receipts_2026_w32")
+	}
+	for _, part := range parts {
+		var opts []string
+		if err := pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, part).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(opts, "fillfactor=70") {
+			t.Errorf("%s options %v: want fillfactor=70 (migrations 00005, 00006), room for HOT updates", part, opts)
+		}
 	}
 	var pid int
 	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	week := digest.ISOWeek{Year: 2026, Week: 32}
 	before := readCounters(ctx, t, pool)
 	var lsn0, lsn1 string
 	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn0); err != nil {
 		t.Fatal(err)
 	}
 	cpu0 := backendCPU(t, pid)
-	const batch = 100
+	batch := 100
+	if v := os.Getenv("DIGEST_LEDGER_COST_BATCH"); v != "" {
+		if b, err := strconv.Atoi(v); err == nil && b > 0 && n%b == 0 {
+			batch = b
+		} else {
+			t.Fatalf("DIGEST_LEDGER_COST_BATCH=%q: want a divisor of %d", v, n)
+		}
+	}
 	reqs := make([]digest.ClaimRequest, batch)
 	fences := make([]digest.Fence, batch)
 	fins := make([]digest.Finish, batch)
@@ -130,8 +164,8 @@ func TestCostPerDigest(t *testing.T) {
 			if r.Outcome != digest.OutcomeClaimed {
 				t.Fatalf("claim %d: %v", j, r.Outcome)
 			}
-			fences[j] = digest.Fence{Key: r.Key, Token: r.Token}
-			fins[j] = digest.Finish{Key: r.Key, Token: r.Token, State: digest.StateSent, ProviderRef: "ref-" + strconv.Itoa(j), RunID: "cost"}
+			fences[j] = digest.Fence{Key: r.Key, Token: r.Token, Week: week}
+			fins[j] = digest.Finish{Key: r.Key, Token: r.Token, State: digest.StateSent, ProviderRef: "ref-" + strconv.Itoa(j), RunID: "cost", Week: week}
 		}
 		for _, errs := range [][]error{must(s.StartSending(ctx, fences)), must(s.Finish(ctx, fins))} {
 			for _, e := range errs {

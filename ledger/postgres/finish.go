@@ -56,29 +56,67 @@ var (
 	finishManySQL = queries.Get("FinishMany")
 	finishOneSQL  = queries.Get("FinishOne")
 	observeSQL    = queries.Get("Observe")
+	// receiptWeeksSQL reads the weeks of the keys $1 (see fenceWeeks).
+	receiptWeeksSQL = queries.Get("ReceiptWeeks")
 )
 
 // StartSending marks each fence's send as started, in one round trip.
 func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
 	defer classify(&err)
 	now := s.nowUTC()
-	return s.fenced(ctx, "start sending", len(fences),
-		func(i int) digest.Key { return fences[i].Key }, fenceStatement(fences, startManySQL, startOneSQL, now, ledger.HistorySendStarted))
+	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
+	if err != nil {
+		return nil, fmt.Errorf("start sending: %w", err)
+	}
+	return s.fenced(ctx, "start sending", len(fences), func(i int) digest.Key { return fences[i].Key }, weeks,
+		func(st weekRound) (string, []any) {
+			keys, tokens := make([]string, len(st.idx)), make([]int64, len(st.idx))
+			for j, i := range st.idx {
+				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+			}
+			if len(st.idx) == 1 {
+				return startOneSQL, []any{keys[0], tokens[0], now, ledger.HistorySendStarted, st.week}
+			}
+			return startManySQL, []any{keys, tokens, now, ledger.HistorySendStarted, st.week}
+		})
 }
 
-// fenceStatement is the statement callback of fenced for a statement over
-// fences ($1 keys, $2 tokens) followed by more arguments.
-func fenceStatement(fences []digest.Fence, many, one string, more ...any) func(round []int) (string, []any) {
-	return func(round []int) (string, []any) {
-		keys, tokens := make([]string, len(round)), make([]int64, len(round))
-		for j, i := range round {
-			keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+// fenceWeeks returns the week of each of n fenced elements (keyWeek gives
+// its key and week): its own, or, for one that carries none (an operator's
+// or a test's fence), its receipt's, read in one query. A key with no
+// receipt gets no week and so matches nothing, as it would with one.
+func (s *Store) fenceWeeks(ctx context.Context, n int, keyWeek func(i int) (digest.Key, digest.ISOWeek)) ([]string, error) {
+	weeks := make([]string, n)
+	var unknown []string
+	for i := range n {
+		k, w := keyWeek(i)
+		if w.IsZero() {
+			unknown = append(unknown, string(k))
+			continue
 		}
-		if len(round) == 1 {
-			return one, append([]any{keys[0], tokens[0]}, more...)
-		}
-		return many, append([]any{keys, tokens}, more...)
+		weeks[i] = w.String()
 	}
+	if len(unknown) == 0 {
+		return weeks, nil
+	}
+	rows, err := s.pool.Query(ctx, receiptWeeksSQL, unknown)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]string{}
+	var key, week string
+	if _, err := pgx.ForEachRow(rows, []any{&key, &week}, func() error {
+		found[key] = week
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for i := range n {
+		if k, w := keyWeek(i); w.IsZero() {
+			weeks[i] = found[string(k)]
+		}
+	}
+	return weeks, nil
 }
 
 // Renew extends each fence's lease to lease from now, in one round trip.
@@ -89,35 +127,47 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 	}
 	now := s.nowUTC()
 	expires := now.Add(lease)
-	keys, tokens := make([]string, len(fences)), make([]int64, len(fences))
-	for i, f := range fences {
-		keys[i], tokens[i] = string(f.Key), f.Token
+	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("renew: %w", err)
 	}
+	// One statement per week, all its fences (a renewal never needed
+	// rounds: it sets the same expiry on every row it matches).
+	stmts := weekRounds(len(fences), func(i int) string { return weeks[i] }, func(int) []digest.Key { return nil })
 	errs := make([]error, len(fences))
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
-		b.Queue(renewSQL, keys, tokens, expires, now)
+		for _, st := range stmts {
+			keys, tokens := make([]string, len(st.idx)), make([]int64, len(st.idx))
+			for j, i := range st.idx {
+				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
+			}
+			b.Queue(renewSQL, keys, tokens, expires, now, st.week)
+		}
 		return b
 	}
 	read := func(br pgx.BatchResults) error {
 		for i := range errs {
 			errs[i] = digest.ErrStaleClaim
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("renew: %w", err)
-		}
-		var idx int
-		var renewed bool
-		_, err = pgx.ForEachRow(rows, []any{&idx, &renewed}, func() error {
-			errs[idx-1] = nil
-			if !renewed {
-				errs[idx-1] = digest.ErrNotRenewed
+		for _, st := range stmts {
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("renew: %w", err)
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("renew: %w", err)
+			var idx int
+			var renewed bool
+			_, err = pgx.ForEachRow(rows, []any{&idx, &renewed}, func() error {
+				i := st.idx[idx-1]
+				errs[i] = nil
+				if !renewed {
+					errs[i] = digest.ErrNotRenewed
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("renew: %w", err)
+			}
 		}
 		return nil
 	}
@@ -134,9 +184,13 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 		return nil, err
 	}
 	now := s.nowUTC()
-	return s.fenced(ctx, "finish", len(fs),
-		func(i int) digest.Key { return fs[i].Key },
-		func(round []int) (string, []any) {
+	weeks, err := s.fenceWeeks(ctx, len(fs), func(i int) (digest.Key, digest.ISOWeek) { return fs[i].Key, fs[i].Week })
+	if err != nil {
+		return nil, fmt.Errorf("finish: %w", err)
+	}
+	return s.fenced(ctx, "finish", len(fs), func(i int) digest.Key { return fs[i].Key }, weeks,
+		func(st weekRound) (string, []any) {
+			round := st.idx
 			n := len(round)
 			keys, tokens, states, refs := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
 			nexts, maybes := make([]*time.Time, n), make([]bool, n)
@@ -151,21 +205,22 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f)
 			}
 			if n == 1 {
-				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now}
+				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now, st.week}
 			}
-			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now}
+			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now, st.week}
 		})
 }
 
-// fenced runs fenced multi-row updates, one statement per round, in one
-// round trip; an element whose position is not returned lost its claim.
-func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, stmt func(round []int) (string, []any)) ([]error, error) {
-	stmts := rounds(n, func(i int) []digest.Key { return []digest.Key{keyOf(i)} })
+// fenced runs fenced multi-row updates, one statement per round of one
+// week (weeks[i] is element i's), in one round trip; an element whose
+// position is not returned lost its claim.
+func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, weeks []string, stmt func(weekRound) (string, []any)) ([]error, error) {
+	stmts := weekRounds(n, func(i int) string { return weeks[i] }, func(i int) []digest.Key { return []digest.Key{keyOf(i)} })
 	errs := make([]error, n)
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
-		for _, round := range stmts {
-			sql, args := stmt(round)
+		for _, st := range stmts {
+			sql, args := stmt(st)
 			b.Queue(sql, args...)
 		}
 		return b
@@ -174,7 +229,7 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 		for i := range errs {
 			errs[i] = digest.ErrStaleClaim
 		}
-		for _, round := range stmts {
+		for _, st := range stmts {
 			rows, err := br.Query()
 			if err != nil {
 				return fmt.Errorf("%s: %w", what, err)
@@ -184,7 +239,7 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 				return fmt.Errorf("%s: %w", what, err)
 			}
 			for _, idx := range matched {
-				errs[round[idx-1]] = nil
+				errs[st.idx[idx-1]] = nil
 			}
 		}
 		return nil

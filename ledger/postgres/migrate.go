@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
 	"github.com/weeklydigest/digest/migrations"
 )
@@ -34,5 +36,16 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker))
+	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
+		return err
+	}
+	// Partitions ahead, made by the role that owns receipts (a run's role
+	// need not own it, see partition.go): last week's, this week's and
+	// those of the partitionWeeksAhead weeks after it.
+	w := digest.WeekOf(s.now(), time.UTC).Prev()
+	for range partitionWeeksAhead + 2 {
+		s.ensurePartitionLogged(ctx, w)
+		w = w.Next()
+	}
+	return nil
 }

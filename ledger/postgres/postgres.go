@@ -246,3 +246,39 @@ func rounds(n int, keysOf func(i int) []digest.Key) [][]int {
 	}
 	return out
 }
+
+// weekRound is one statement's elements, all of one week: the statements
+// on receipts take the week as a constant, so that each reaches the one
+// partition of receipts that holds it (see migration 00006).
+type weekRound struct {
+	week string
+	idx  []int
+}
+
+// weekRounds groups elements 0..n-1 by week, weeks in order of first
+// appearance, and splits each group into rounds. Elements of different
+// weeks never share a key (the key determines the week), so the order
+// between weeks changes nothing. A run's batch is of one week: one group.
+func weekRounds(n int, weekOf func(i int) string, keysOf func(i int) []digest.Key) []weekRound {
+	var weeks []string
+	groups := map[string][]int{}
+	for i := range n {
+		w := weekOf(i)
+		if _, ok := groups[w]; !ok {
+			weeks = append(weeks, w)
+		}
+		groups[w] = append(groups[w], i)
+	}
+	var out []weekRound
+	for _, w := range weeks {
+		g := groups[w]
+		for _, r := range rounds(len(g), func(j int) []digest.Key { return keysOf(g[j]) }) {
+			idx := make([]int, len(r))
+			for j, k := range r {
+				idx[j] = g[k]
+			}
+			out = append(out, weekRound{week: w, idx: idx})
+		}
+	}
+	return out
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
@@ -21,28 +24,53 @@ var (
 	startWeekSQL         = queries.Get("StartWeek")
 	weekTombstoneSQL     = queries.Get("WeekTombstone")
 	tombstonesSQL        = queries.Get("Tombstones")
+
+	droppablePartitionsSQL = queries.Get("DroppablePartitions")
+	lockReceiptsSQL        = queries.Get("LockReceipts")
+	tombstoneWeeksSQL      = queries.Get("TombstoneWeeks")
 )
 
-// Prune removes settled receipts, their events and old observations in one
-// transaction, and leaves a tombstone for every pin of each week it took
-// receipts from. It holds a SHARE lock on week_runs throughout, so a run
-// starting meanwhile (StartWeek) waits and then sees the tombstone.
+// The statements on one partition of receipts, named by %s (a quoted
+// identifier: DDL and table names take no parameters).
+const (
+	// partitionWeeksSQL: the partition's receipts by week, each week's
+	// count and whether all of them are prunable ($1 cutoff, $2 states)
+	// with no run of the week since the cutoff.
+	partitionWeeksSQL = `SELECT r.iso_week, count(*), bool_and(r.updated_at < $1 AND r.state = ANY($2))
+    AND NOT EXISTS (SELECT 1 FROM week_runs w WHERE w.iso_week = r.iso_week AND w.last_started_at >= $1)
+FROM %s r GROUP BY r.iso_week ORDER BY r.iso_week`
+	// partitionEventsSQL deletes the history of the partition's receipts.
+	partitionEventsSQL = `DELETE FROM receipt_events e USING %s r WHERE e.key = r.key`
+	// dropPartitionSQL: without DETACH first, which would change nothing
+	// under the ACCESS EXCLUSIVE lock on receipts that both take.
+	dropPartitionSQL = `DROP TABLE %s`
+)
+
+// Prune removes settled receipts, their events and old observations, and
+// leaves a tombstone for every pin of each week it took receipts from. Two
+// transactions, each holding a SHARE lock on week_runs throughout, so a
+// run starting meanwhile (StartWeek) waits and then sees the tombstone:
+// the first drops whole the week partitions that hold nothing but
+// prunable receipts (dropPartitions); the second deletes the prunable
+// receipts left, of weeks only partly prunable or in the DEFAULT
+// partition, as it did before receipts was partitioned.
 func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.PruneResult, err error) {
 	defer classify(&err)
 	if err := p.Validate(); err != nil {
 		return ledger.PruneResult{}, err
 	}
-	var res ledger.PruneResult
 	if p.DryRun {
-		rows, err := s.pool.Query(ctx, prunableByWeekSQL, p.Before, p.PrunableStates())
-		if err == nil {
-			err = collectWeeks(rows, &res)
-		}
+		res, err := s.prunable(ctx, p)
 		if err != nil {
 			return ledger.PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
 		}
 		return res, nil
 	}
+	dropped, err := s.dropPartitions(ctx, p)
+	if err != nil {
+		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
+	}
+	var res ledger.PruneResult
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = ledger.PruneResult{}
 		if _, err := tx.Exec(ctx, lockWeekRunsSQL); err != nil {
@@ -63,7 +91,159 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
+	for _, w := range dropped {
+		res.AddDropped(w.Week, w.Receipts)
+	}
+	sortWeeks(&res)
 	return res, nil
+}
+
+// prunable is a dry run: what Prune would remove, by week, with the weeks
+// whose partitions it would drop marked.
+func (s *Store) prunable(ctx context.Context, p ledger.PruneRequest) (ledger.PruneResult, error) {
+	whole := map[string]bool{}
+	_, owner, err := s.partitionExists(ctx, "receipts")
+	if err != nil {
+		return ledger.PruneResult{}, err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if !owner {
+			return nil // it would delete row by row (see dropPartitions)
+		}
+		parts, err := droppable(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		for _, part := range parts {
+			weeks, err := partitionWeeks(ctx, tx, part, p)
+			if err != nil {
+				return err
+			}
+			for _, w := range weeks {
+				whole[w.Week] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ledger.PruneResult{}, err
+	}
+	var byWeek ledger.PruneResult
+	rows, err := s.pool.Query(ctx, prunableByWeekSQL, p.Before, p.PrunableStates())
+	if err == nil {
+		err = collectWeeks(rows, &byWeek)
+	}
+	if err != nil {
+		return ledger.PruneResult{}, err
+	}
+	var res ledger.PruneResult
+	for _, w := range byWeek.Weeks {
+		if whole[w.Week] {
+			res.AddDropped(w.Week, w.Receipts)
+		} else {
+			res.Add(w.Week, w.Receipts)
+		}
+	}
+	return res, nil
+}
+
+// dropPartitions drops the week partitions of receipts that hold nothing
+// but receipts p prunes, with their events, leaving the tombstones a
+// DELETE of those receipts would, and returns their weeks. It finds them
+// without locking receipts, then takes receipts' ACCESS EXCLUSIVE lock
+// (which the drop needs; it blocks every claim and finish until the
+// commit) and reads each again before dropping it: meanwhile an operator
+// may have released a held receipt, or a run that started before the
+// cutoff claimed one. When the lock stays busy for partitionLockTimeout,
+// or the role does not own receipts (dropping a table takes its owner), it
+// drops nothing: Prune's DELETE then takes those receipts.
+func (s *Store) dropPartitions(ctx context.Context, p ledger.PruneRequest) ([]ledger.PrunedWeek, error) {
+	if _, owner, err := s.partitionExists(ctx, "receipts"); err != nil || !owner {
+		if err == nil {
+			s.log.InfoContext(ctx, "the database role does not own receipts: no partition dropped, the prunable receipts are deleted row by row")
+		}
+		return nil, err
+	}
+	var dropped []ledger.PrunedWeek
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		dropped = nil
+		if _, err := tx.Exec(ctx, lockWeekRunsSQL); err != nil {
+			return err
+		}
+		parts, err := droppable(ctx, tx, p)
+		if err != nil || len(parts) == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", partitionLockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, lockReceiptsSQL); err != nil {
+			return err
+		}
+		var weeks []string
+		var counts []int64
+		for _, part := range parts {
+			pw, err := partitionWeeks(ctx, tx, part, p)
+			if err != nil {
+				return err
+			}
+			if len(pw) == 0 || slices.ContainsFunc(pw, func(w ledger.PrunedWeek) bool { return !w.Dropped }) {
+				continue // changed since: no longer prunable whole
+			}
+			name := pgx.Identifier{part}.Sanitize()
+			if _, err := tx.Exec(ctx, fmt.Sprintf(partitionEventsSQL, name)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(dropPartitionSQL, name)); err != nil {
+				return err
+			}
+			for _, w := range pw {
+				weeks, counts = append(weeks, w.Week), append(counts, w.Receipts)
+				dropped = append(dropped, ledger.PrunedWeek{Week: w.Week, Receipts: w.Receipts, Dropped: true})
+			}
+		}
+		_, err = tx.Exec(ctx, tombstoneWeeksSQL, weeks, counts, s.nowUTC())
+		return err
+	})
+	if isLockTimeout(err) {
+		s.log.WarnContext(ctx, "receipts stayed locked: no partition dropped, the prunable receipts are deleted row by row")
+		return nil, nil
+	}
+	return dropped, err
+}
+
+// droppable lists the partitions DroppablePartitions finds.
+func droppable(ctx context.Context, tx pgx.Tx, p ledger.PruneRequest) ([]string, error) {
+	rows, err := tx.Query(ctx, droppablePartitionsSQL, p.Before, p.PrunableStates())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// partitionWeeks reads partition part's receipts by week: the count, and
+// in Dropped whether all of them are prunable.
+func partitionWeeks(ctx context.Context, tx pgx.Tx, part string, p ledger.PruneRequest) ([]ledger.PrunedWeek, error) {
+	rows, err := tx.Query(ctx, fmt.Sprintf(partitionWeeksSQL, pgx.Identifier{part}.Sanitize()), p.Before, p.PrunableStates())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.PrunedWeek, error) {
+		var w ledger.PrunedWeek
+		err := row.Scan(&w.Week, &w.Receipts, &w.Dropped)
+		return w, err
+	})
+}
+
+// isLockTimeout reports PostgreSQL's lock_timeout (lock_not_available).
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == sqlstateLockNotAvailable
+}
+
+// sortWeeks orders res.Weeks oldest first.
+func sortWeeks(res *ledger.PruneResult) {
+	slices.SortStableFunc(res.Weeks, func(a, b ledger.PrunedWeek) int { return strings.Compare(a.Week, b.Week) })
 }
 
 func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
@@ -78,8 +258,8 @@ func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
 	return err
 }
 
-// StartWeek records the start of a run of pin and returns the week's
-// tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
+// StartWeek records the start of a run of pin, creates the week's
+// partition of receipts if it can, and returns the week's tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
 // for a prune under way; the read after it is a new statement and sees
 // what that prune wrote.
 func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (_ *digest.PruneTombstone, err error) {
@@ -102,6 +282,9 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 	if err != nil {
 		return nil, fmt.Errorf("start week %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
+	// Before the run's first claim of the week: its receipts get their own
+	// partition, which a prune can drop whole (see partition.go).
+	s.ensurePartitionLogged(ctx, pin.Week)
 	return stone, nil
 }
 

@@ -5,8 +5,10 @@
 -- name: ClaimMany
 -- Decides a set of ClaimRequests, one row each; no two requests share a
 -- candidate key (see rounds). $1 candidate keys of each request joined by
--- ',' (current first), $2 fingerprints, $3 ISO weeks, $4 run ids, $5 lease
--- expiries, $6 now, $7-$11 the history texts (ledger.ClaimHistoryTexts).
+-- ',' (current first), $2 fingerprints, $3 the ISO week of them all (one
+-- statement per week: the week as a constant reaches one partition of
+-- receipts when planned), $4 run ids, $5 lease expiries, $6 now, $7-$11
+-- the history texts (ledger.ClaimHistoryTexts).
 WITH target AS (
     SELECT q.idx, q.fingerprint, q.week, q.run_id, q.lease,
         -- The first candidate holding a receipt governs (an older key id
@@ -17,13 +19,13 @@ WITH target AS (
         -- generic plan made while receipts was small).
         coalesce(
             (SELECT c.k FROM unnest(q.keys) WITH ORDINALITY AS c(k, n)
-               CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k OFFSET 0) x
+               CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k AND x.iso_week = $3::text OFFSET 0) x
               ORDER BY c.n LIMIT 1),
             q.keys[1]) AS key
     FROM (
-        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.week, u.run_id, u.lease
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
-            AS u(cands, fingerprint, week, run_id, lease, idx)
+        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, $3::text AS week, u.run_id, u.lease
+        FROM unnest($1::text[], $2::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+            AS u(cands, fingerprint, run_id, lease, idx)
     ) q
 ),
 claim AS (
@@ -32,7 +34,7 @@ claim AS (
     SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, 1, nextval('receipt_claim_token'),
         t.lease, $6::timestamptz, $6::timestamptz, t.run_id, t.week, $6::timestamptz
     FROM target t ORDER BY t.key
-    ON CONFLICT (key) DO UPDATE SET
+    ON CONFLICT (key, iso_week) DO UPDATE SET
         previous_state = r.state,
         state = CASE WHEN r.fingerprint <> excluded.fingerprint THEN 'quarantined' ELSE 'claimed' END,
         conflict_fingerprint = CASE WHEN r.fingerprint <> excluded.fingerprint
@@ -85,7 +87,7 @@ SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
 FROM target t
 -- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
 -- while receipts was small would hash it, reading every row each time.
-CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key OFFSET 0) x
+CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key AND x.iso_week = $3::text OFFSET 0) x
 WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.key = t.key);
 
 -- name: ClaimOne
@@ -100,7 +102,7 @@ WITH target AS (
         -- generic plan made while receipts was small).
         coalesce(
             (SELECT c.k FROM unnest(q.keys) WITH ORDINALITY AS c(k, n)
-               CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k OFFSET 0) x
+               CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k AND x.iso_week = $3::text OFFSET 0) x
               ORDER BY c.n LIMIT 1),
             q.keys[1]) AS key
     FROM (
@@ -115,7 +117,7 @@ claim AS (
     SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, 1, nextval('receipt_claim_token'),
         t.lease, $6::timestamptz, $6::timestamptz, t.run_id, t.week, $6::timestamptz
     FROM target t ORDER BY t.key
-    ON CONFLICT (key) DO UPDATE SET
+    ON CONFLICT (key, iso_week) DO UPDATE SET
         previous_state = r.state,
         state = CASE WHEN r.fingerprint <> excluded.fingerprint THEN 'quarantined' ELSE 'claimed' END,
         conflict_fingerprint = CASE WHEN r.fingerprint <> excluded.fingerprint
@@ -168,14 +170,14 @@ SELECT t.idx, false, x.key, x.state, x.fingerprint, x.attempts, x.claim_token,
 FROM target t
 -- OFFSET 0 keeps this a per-key index probe: joined as a whole, a plan made
 -- while receipts was small would hash it, reading every row each time.
-CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key OFFSET 0) x
+CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = t.key AND x.iso_week = $3::text OFFSET 0) x
 WHERE NOT EXISTS (SELECT 1 FROM claim c WHERE c.key = t.key);
 
 -- name: ReadGoverning
--- Reads the governing receipt among candidate keys $1 (the first that has
--- one), in the columns of ClaimMany.
+-- Reads the governing receipt of week $2 among candidate keys $1 (the
+-- first that has one), in the columns of ClaimMany.
 SELECT 0, false, r.key, r.state, r.fingerprint, r.attempts, r.claim_token,
     r.lease_expires_at, r.next_attempt_at, r.sent_at, r.provider_ref, r.maybe_sent, false
 FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
-CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = c.k OFFSET 0) r
+CROSS JOIN LATERAL (SELECT * FROM receipts x WHERE x.key = c.k AND x.iso_week = $2::text OFFSET 0) r
 ORDER BY c.n LIMIT 1;

@@ -1,17 +1,19 @@
 -- The fenced statements (see finish.go): they change a receipt only while
 -- it is still claimed under the caller's token. The *Many forms take
--- arrays, one element per fence; the *One forms scalars.
+-- arrays, one element per fence; the *One forms scalars. Each statement
+-- is for the fences of one week, its last argument: the week as a
+-- constant reaches one partition of receipts.
 
 -- name: StartMany
 -- Marks claims' sends as started: $1 keys, $2 tokens, $3 now, $4 the history
--- text of an earlier start it replaces (ledger.HistorySendStarted). Returns
--- the 1-based positions that matched.
+-- text of an earlier start it replaces (ledger.HistorySendStarted), $5 the
+-- week. Returns the 1-based positions that matched.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    FROM f JOIN receipts o ON o.key = f.key
-    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
+    FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
+    WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, o.send_started_at AS earlier
 ), event AS (
     -- No row for this start: the receipt's send_started_at tells it
@@ -29,8 +31,8 @@ WITH f AS (
     SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
 ), s AS (
     UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
-    FROM f JOIN receipts o ON o.key = f.key
-    WHERE r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
+    FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
+    WHERE r.key = f.key AND r.iso_week = $5::text AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, o.send_started_at AS earlier
 ), event AS (
     -- No row for this start: the receipt's send_started_at tells it
@@ -44,16 +46,17 @@ SELECT idx FROM s;
 
 -- name: RenewMany
 -- Extends the leases of claims still held: $1 keys, $2 tokens, $3 the new
--- expiry, $4 now. Returns (position, renewed) per fence it saw; see Renew.
+-- expiry, $4 now, $5 the week. Returns (position, renewed) per fence it
+-- saw; see Renew.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), l AS MATERIALIZED (
-    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) FOR UPDATE SKIP LOCKED
+    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text FOR UPDATE SKIP LOCKED
 ), u AS (
     UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
     FROM f
-    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
-        AND r.key IN (SELECT key FROM l)
+    WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.claim_token = f.token
+        AND r.state = f.claimed AND r.key IN (SELECT key FROM l)
     RETURNING f.idx
 )
 SELECT idx, true FROM u
@@ -63,7 +66,8 @@ SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l);
 -- name: FinishMany
 -- Ends claims, one row per Finish: $1 keys, $2 tokens, $3 new states, $4
 -- provider refs, $5 next attempts, $6 maybe sent (retryable), $7 reasons, $8
--- run ids, $9 history details, $10 now. Returns the positions that matched.
+-- run ids, $9 history details, $10 now, $11 the week. Returns the positions
+-- that matched.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
             $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
@@ -81,7 +85,8 @@ WITH f AS MATERIALIZED (
         run_id = f.run_id,
         updated_at = $10::timestamptz
     FROM f
-    WHERE r.key = ANY($1::text[]) AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    WHERE r.key = ANY($1::text[]) AND r.iso_week = $11::text AND r.key = f.key AND r.claim_token = f.token
+        AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
@@ -111,7 +116,7 @@ WITH f AS (
         run_id = f.run_id,
         updated_at = $10::timestamptz
     FROM f
-    WHERE r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    WHERE r.key = f.key AND r.iso_week = $11::text AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
@@ -136,6 +141,11 @@ WITH prev AS (
 SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at
 FROM prev LEFT JOIN LATERAL (
     SELECT x.* FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
-    CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k OFFSET 0) x
+    CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k AND iso_week = $4::text OFFSET 0) x
     ORDER BY c.n LIMIT 1
 ) r ON true;
+
+-- name: ReceiptWeeks
+-- The week of each receipt of keys $1, for fences that carry none: one
+-- primary-key probe per key and partition.
+SELECT key, iso_week FROM receipts WHERE key = ANY($1::text[]);

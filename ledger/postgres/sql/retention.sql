@@ -58,3 +58,32 @@ ORDER BY digest_type DESC LIMIT 1;
 SELECT digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at
 FROM prune_tombstones
 WHERE $1 = '' OR iso_week = $1 ORDER BY iso_week DESC, digest_type, version;
+
+-- name: DroppablePartitions
+-- The week partitions of receipts (not the DEFAULT one) that hold receipts
+-- and nothing but prunable ones, of no week run since the cutoff: a prune
+-- can drop them whole. Read without locking receipts; dropPartitions reads
+-- each again under the lock (PartitionWeeks).
+WITH recent AS (SELECT DISTINCT iso_week FROM week_runs WHERE last_started_at >= $1)
+SELECT c.relname FROM receipts r
+JOIN pg_class c ON c.oid = r.tableoid
+LEFT JOIN recent w ON w.iso_week = r.iso_week
+WHERE r.tableoid <> 'receipts_default'::regclass
+GROUP BY c.relname
+HAVING bool_and(r.updated_at < $1 AND r.state = ANY($2) AND w.iso_week IS NULL)
+ORDER BY 1;
+
+-- name: LockReceipts
+-- Dropping a partition takes this lock anyway; taken first, it keeps the
+-- partitions to drop from changing between their check and their drop.
+LOCK TABLE receipts IN ACCESS EXCLUSIVE MODE;
+
+-- name: TombstoneWeeks
+-- Leaves a tombstone (at $3) for every pin of each week $1 whose $2
+-- receipts went with their partition: the same rows as Prune's.
+INSERT INTO prune_tombstones (digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at)
+SELECT coalesce(p.digest_type, ''), w.iso_week, coalesce(p.version, ''), w.n, $3, $3
+FROM unnest($1::text[], $2::bigint[]) AS w(iso_week, n) LEFT JOIN snapshot_pins p ON p.iso_week = w.iso_week
+ON CONFLICT (iso_week, digest_type, version) DO UPDATE
+SET receipts_pruned = prune_tombstones.receipts_pruned + excluded.receipts_pruned,
+    last_pruned_at = excluded.last_pruned_at;

@@ -1,0 +1,14 @@
+-- Week partitions of receipts (see partition.go).
+
+-- name: PartitionExists
+-- Whether relation $1 exists (in the search path), and whether the role
+-- owns receipts (or is a member of its owner): only then may it create or
+-- drop partitions.
+SELECT to_regclass($1) IS NOT NULL, pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'receipts'::regclass), 'USAGE');
+
+-- name: DefaultHoldsWeek
+-- Whether the DEFAULT partition holds a receipt of week $1 (then a
+-- partition of that week cannot be created). Through receipts, whose
+-- privileges are the only ones a run's role has: iso_week = $1 reaches the
+-- DEFAULT partition alone when the week has no partition of its own.
+SELECT EXISTS (SELECT 1 FROM receipts WHERE iso_week = $1 AND tableoid = 'receipts_default'::regclass);

@@ -645,16 +645,21 @@ func TestPodsUseConfigAndSecrets(t *testing.T) {
 			if !used[key] {
 				t.Errorf("%s: mounts %s at %s, which no variable names: only the secrets a pod needs", n, key, path)
 			}
-			if (key == ownerKey) != (cmd == "migrate") {
-				t.Errorf("%s: digest %s mounts %s; the owner role's password is the migrate Job's alone", n, cmd, key)
+			if (key == ownerKey) != ownerCommands[cmd] {
+				t.Errorf("%s: digest %s mounts %s; the owner role's password is for migrate and prune alone", n, cmd, key)
 			}
 		}
 	}
 }
 
-// TestMigrateRunsAsTheOwner: the migrate Job connects to the ConfigMap's
-// database as the owner role (docs/security.md), the others as the job
-// role; the Secret's pgpass lines match.
+// ownerCommands connect as the owner role: migrate creates and alters the
+// ledger tables, prune drops settled weeks' partitions and makes the coming
+// weeks' (docs/security.md).
+var ownerCommands = map[string]bool{"migrate": true, "prune": true}
+
+// TestMigrateRunsAsTheOwner: the migrate Job and the prune CronJob connect
+// to the ConfigMap's database as the owner role (docs/security.md), the
+// others as the job role; the Secret's pgpass lines match.
 func TestMigrateRunsAsTheOwner(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
@@ -669,10 +674,10 @@ func TestMigrateRunsAsTheOwner(t *testing.T) {
 	found := false
 	for n, p := range m.podTemplates() {
 		c := p.Spec.Containers[0]
-		if c.Args[0] != "migrate" {
+		if !ownerCommands[c.Args[0]] {
 			continue
 		}
-		found = true
+		found = found || c.Args[0] == "migrate"
 		var own *url.URL
 		for _, e := range c.Env {
 			if e.Name == "DIGEST_DATABASE_URL" {

@@ -39,13 +39,20 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
 		return err
 	}
-	// Partitions ahead, made by the role that owns receipts (a run's role
-	// need not own it, see partition.go): last week's, this week's and
-	// those of the partitionWeeksAhead weeks after it.
+	s.ensurePartitionsAhead(ctx)
+	return nil
+}
+
+// ensurePartitionsAhead makes, as the role that owns receipts (a run's role
+// need not own it, see partition.go), last week's partition, this week's
+// and those of the partitionWeeksAhead weeks after it. Migrate does it at
+// every deploy and prune at every prune, so that the weeks to come have
+// their partitions while either runs more often than partitionWeeksAhead
+// weeks apart.
+func (s *Store) ensurePartitionsAhead(ctx context.Context) {
 	w := digest.WeekOf(s.now(), time.UTC).Prev()
 	for range partitionWeeksAhead + 2 {
 		s.ensurePartitionLogged(ctx, w)
 		w = w.Next()
 	}
-	return nil
 }

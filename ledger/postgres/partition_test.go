@@ -644,3 +644,28 @@ SELECT key, updated_at, previous_state, state, run_id, 'migrated' FROM receipts;
 		t.Error("receipts changed by up after down")
 	}
 }
+
+// Prune, run by the owner of receipts every month or so, makes the coming
+// weeks' partitions as migrate does, so that they stay made between
+// deploys; runs under a role that cannot make them find them there.
+func TestPruneMakesTheComingWeeksPartitions(t *testing.T) {
+	t.Parallel()
+	s, clk := openPartitioned(t)
+	clk.Advance(12 * 7 * 24 * time.Hour) // 12 weeks on: past what migrate made
+	coming := digest.WeekOf(s.now(), time.UTC).Next()
+	last := coming
+	for range partitionWeeksAhead - 1 {
+		last = last.Next()
+	}
+	for _, w := range []digest.ISOWeek{coming, last} {
+		if tableExists(t, s, weekPartition(w)) {
+			t.Fatalf("%s exists before the prune", weekPartition(w))
+		}
+	}
+	pruneOld(t, s, ledger.PruneRequest{})
+	for _, w := range []digest.ISOWeek{coming, last} {
+		if !tableExists(t, s, weekPartition(w)) {
+			t.Errorf("prune did not make %s", weekPartition(w))
+		}
+	}
+}

@@ -95,6 +95,9 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		res.AddDropped(w.Week, w.Receipts)
 	}
 	sortWeeks(&res)
+	// Prune runs as the owner of receipts, every month or so: it keeps the
+	// coming weeks' partitions made, between deploys that run migrate.
+	s.ensurePartitionsAhead(ctx)
 	return res, nil
 }
 

@@ -68,9 +68,9 @@ AND tablename IN ('digest_customers', 'digest_activity'))`).Scan(&analyzed); err
 // CPU time, the tuples it fetched from both tables and the buffers it hit
 // or read (pg_stat_user_tables and pg_statio_user_tables).
 type readCost struct {
-	cpu                       time.Duration
-	tuples, hit, read, scans  int64
-	customers, activity, rows int
+	cpu                      time.Duration
+	tuples, hit, read, scans int64
+	customers, activity      int
 }
 
 // tableCounters sums the two tables' access counters. Statistics reach the

@@ -228,6 +228,11 @@ func TestRunbookNamesAreReal(t *testing.T) {
 	if len(names) < 10 {
 		t.Errorf("%s names %d metrics; the alerts section is missing?", runbook, len(names))
 	}
+	// Names of the same shape that are not metrics: the database roles of
+	// docs/security.md and the source relations.
+	for _, n := range []string{"digest_owner", "digest_job", "digest_customers", "digest_activity"} {
+		exported[n] = true
+	}
 	for _, n := range names {
 		if !exported[n] {
 			t.Errorf("%s names metric %s, which the job does not export", runbook, n)

@@ -35,7 +35,7 @@ It prints each run and the medians: messages/s, the ratio of the medians,
 CPU per message of the sending process, the SMTP server process and the
 run's PostgreSQL backends (from /proc/PID/stat: the server must run on this
 machine), the ledger tables' bytes and the WAL written per digest
-(cluster-wide: other clients' writes count too), the CPU busy cores (the
+(cluster-wide: other clients' writes count too), the sending process's peak RSS (ru_maxrss), the CPU busy cores (the
 three processes' CPU time over the wall time) and the 1-minute load
 average at the end of each run. For each job run it then prints where each
 pipeline stage spent the run (the summary's stages: busy, waiting for

@@ -56,6 +56,9 @@ func TestUserSmall(t *testing.T) {
 			t.Errorf("job sample %d: PostgreSQL %.0f µs over %d backends, ledger %.0f and WAL %.0f bytes/digest; want all positive",
 				i, s.PostgresCPU, s.Backends, s.LedgerBytes, s.WALBytes)
 		}
+		if !(s.PeakRSS > 1 && s.PeakRSS < 1024) {
+			t.Errorf("sample %d (%s): peak RSS %.1f MiB; want that of a process (1 MiB to 1 GiB)", i, s.Kind, s.PeakRSS)
+		}
 		if !(s.Cores > 0) {
 			t.Errorf("sample %d (%s): %.2f CPU busy cores; want positive", i, s.Kind, s.Cores)
 		}

@@ -63,10 +63,10 @@ func (r *UserResult) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the first digest the null server received)\n",
 		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
-	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
+	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tpeak RSS MiB\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
 	row := func(name string, s Sample) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
-			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Cores, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
+			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Cores, s.PeakRSS, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
 	}
 	for i, s := range r.Samples {
 		row(fmt.Sprintf("%s %d", s.Kind, i/2+1), s)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,6 +79,9 @@ type Sample struct {
 	// server, PostgreSQL's backends) over the wall time: how many cores
 	// the run kept busy.
 	Cores float64 `json:"cpu_cores"`
+	// PeakRSS is the sending process's peak resident set (getrusage's
+	// ru_maxrss), in MiB.
+	PeakRSS float64 `json:"peak_rss_mib"`
 	// Job only: the run's own wall time (its summary's duration, from the
 	// first claim's preparations to the last record) and where each
 	// pipeline stage spent it (its summary's stages).
@@ -354,6 +358,9 @@ func (s *Sample) fill(messages int, received int64, d time.Duration, ps *os.Proc
 	s.ProcessCPU = us(ps.UserTime() + ps.SystemTime())
 	s.ServerCPU, s.PostgresCPU = us(srvCPU), us(pgCPU)
 	s.Cores = (s.ProcessCPU + s.ServerCPU + s.PostgresCPU) * float64(messages) / 1e6 / d.Seconds()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		s.PeakRSS = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
 	s.Load = load1()
 }
 
@@ -416,6 +423,7 @@ func medianOf(samples []Sample, kind string) Sample {
 		WALBytes:    med(func(s Sample) float64 { return s.WALBytes }),
 		Load:        med(func(s Sample) float64 { return s.Load }),
 		Cores:       med(func(s Sample) float64 { return s.Cores }),
+		PeakRSS:     med(func(s Sample) float64 { return s.PeakRSS }),
 	}
 }
 

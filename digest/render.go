@@ -78,9 +78,34 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 }
 
 type typeTemplates struct {
-	subject *texttemplate.Template
-	text    *texttemplate.Template
-	html    *texttemplate.Template // escaped by html/template; see parseHTML
+	subject, text, html compiledTemplate
+}
+
+// compiledTemplate is a parsed template and, when the compiler supports
+// every node of it, its program (render_program.go), which is what runs.
+type compiledTemplate struct {
+	tmpl *texttemplate.Template
+	prog *program // nil: tmpl is executed
+	html bool     // the HTML template: tmpl prints htmlView, prog escapes
+}
+
+func newCompiledTemplate(t *texttemplate.Template, html bool) compiledTemplate {
+	// A template the compiler refuses is executed by text/template, as
+	// before the compiler existed: correct, only slower.
+	prog, _ := compileTemplate(t, html)
+	return compiledTemplate{tmpl: t, prog: prog, html: html}
+}
+
+// execute writes the template for v into s's buffer.
+func (c *compiledTemplate) execute(s *renderScratch, v *view) error {
+	if c.prog != nil {
+		c.prog.execute(&s.buf, &s.frame, v)
+		return nil
+	}
+	if c.html {
+		v = htmlView(v)
+	}
+	return c.tmpl.Execute(&s.buf, v)
 }
 
 // NewRenderer parses the templates of every digest type found in
@@ -100,21 +125,27 @@ func NewRenderer() (*Renderer, error) {
 	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
-		var t typeTemplates
-		if t.subject, err = texttemplate.ParseFS(templates.FS, templates.Subject(typ)); err != nil {
+		subject, err := texttemplate.ParseFS(templates.FS, templates.Subject(typ))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.text, err = texttemplate.ParseFS(templates.FS, templates.Text(typ)); err != nil {
+		text, err := texttemplate.ParseFS(templates.FS, templates.Text(typ))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
 		src, err := fs.ReadFile(templates.FS, templates.HTML(typ))
 		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.html, err = parseHTML(templates.HTML(typ), string(src)); err != nil {
+		html, err := parseHTML(templates.HTML(typ), string(src))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		r.types[typ] = t
+		r.types[typ] = typeTemplates{
+			subject: newCompiledTemplate(subject, false),
+			text:    newCompiledTemplate(text, false),
+			html:    newCompiledTemplate(html, true),
+		}
 	}
 	return r, nil
 }
@@ -147,39 +178,48 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
 	var out Rendered
-	b := renderBuffers.Get().(*bytes.Buffer)
-	defer putRenderBuffer(b)
+	s := renderScratches.Get().(*renderScratch)
+	defer putRenderScratch(s)
+	b := &s.buf
 	b.Reset()
-	if err := t.subject.Execute(b, v); err != nil {
+	if err := t.subject.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render subject: %w", err)
 	}
 	out.Subject = clean(b.String())
 	v.Subject = out.Subject
 	b.Reset()
-	if err := t.text.Execute(b, v); err != nil {
+	if err := t.text.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render text: %w", err)
 	}
 	out.Text = b.String()
 	b.Reset()
-	if err := t.html.Execute(b, htmlView(v)); err != nil {
+	if err := t.html.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render html: %w", err)
 	}
 	out.HTML = b.String()
 	return out, nil
 }
 
-// renderBuffers are the buffers Render executes templates into, reused so
-// that each digest does not grow a new one to the size of its HTML; a
-// cache of memory only (see TestDigestHoldsNoOrchestration).
-var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// renderScratch is what Render executes templates with: the buffer, reused
+// so that each digest does not grow a new one to the size of its HTML, and
+// a program's frame, which would otherwise cost an allocation per template.
+type renderScratch struct {
+	buf   bytes.Buffer
+	frame frame
+}
 
-// maxPooledBuffer bounds what returns to renderBuffers: a digest with
+// renderScratches are reused renderScratch; a cache of memory only (see
+// TestDigestHoldsNoOrchestration).
+var renderScratches = sync.Pool{New: func() any { return new(renderScratch) }}
+
+// maxPooledBuffer bounds what returns to renderScratches: a digest with
 // unusually many rows does not pin its buffer.
 const maxPooledBuffer = 256 << 10
 
-func putRenderBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledBuffer {
-		renderBuffers.Put(b)
+func putRenderScratch(s *renderScratch) {
+	s.frame = frame{} // holds no view once the digest is rendered
+	if s.buf.Cap() <= maxPooledBuffer {
+		renderScratches.Put(s)
 	}
 }
 

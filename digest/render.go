@@ -55,11 +55,28 @@ type langWords struct {
 	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
 	hello  string
 	kinds  map[string]string // by known kind
+
+	// printer translates the sentences that take values. A Printer is
+	// read-only once made (each Sprintf copies it into a pooled state), so
+	// one serves every digest of the language, concurrently.
+	printer *message.Printer
+	// helloName is msgHelloName split around the name, when the
+	// translation only inserts it ({"Hello ", ","}): a greeting is then a
+	// concatenation, not a catalogue lookup per digest. Else nil.
+	helloName []string
+	// transactions are msgTransactions for the counts below
+	// maxCachedCount, translated once.
+	transactions []string
 }
+
+// maxCachedCount bounds langWords.transactions: a week with more
+// transactions in a currency is translated for its digest.
+const maxCachedCount = 64
 
 func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 	p := printer(cat, lang)
 	w := &langWords{
+		printer: p,
 		labels: labels{
 			Heading: p.Sprintf(msgHeading), IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
 			Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
@@ -74,7 +91,40 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 	for k := range knownKinds {
 		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
 	}
+	w.helloName = splitAroundArg(p, msgHelloName)
+	w.transactions = make([]string, maxCachedCount)
+	for n := range w.transactions {
+		w.transactions[n] = p.Sprintf(msgTransactions, n)
+	}
 	return w
+}
+
+// splitAroundArg returns the translation of key (a message of one %s)
+// split around its argument, if the translation prints any argument as it
+// is, once: checked with two different arguments. Else nil.
+func splitAroundArg(p *message.Printer, key string) []string {
+	const a, b = "\uE000a\uE000", "\uE000bb\uE000" // private use: in no translation
+	before, after, ok := strings.Cut(p.Sprintf(key, a), a)
+	if !ok || strings.Contains(after, a) || p.Sprintf(key, b) != before+b+after {
+		return nil
+	}
+	return []string{before, after}
+}
+
+// greeting is msgHelloName for name.
+func (w *langWords) greeting(name string) string {
+	if w.helloName == nil {
+		return w.printer.Sprintf(msgHelloName, name)
+	}
+	return w.helloName[0] + name + w.helloName[1]
+}
+
+// transactionCount is msgTransactions for n.
+func (w *langWords) transactionCount(n int) string {
+	if n >= 0 && n < len(w.transactions) {
+		return w.transactions[n]
+	}
+	return w.printer.Sprintf(msgTransactions, n)
 }
 
 type typeTemplates struct {
@@ -273,7 +323,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	loc := d.From.Location()
 	lang := MatchLanguage(d.Customer.Locale)
 	f := formatFor(lang)
-	p := printer(r.cat, lang)
+	words := r.words(lang)
 	week := d.Identity.Week.String() // an identifier: ASCII in every language
 	v := &view{
 		Lang:    lang.String(),
@@ -292,13 +342,12 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	if f.rtl {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
-	words := r.words(lang)
 	v.T = words.labels
-	wk := r.weekWords(p, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
+	wk := r.weekWords(words.printer, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
 	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
-		v.Greeting = p.Sprintf(msgHelloName, name)
+		v.Greeting = words.greeting(name)
 	}
 	width := 0
 	for i, a := range d.Activity {
@@ -316,10 +365,10 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		width = max(width, utf8.RuneCountInString(amt))
 	}
 	for i := range v.Rows {
-		v.Rows[i].AmountPadded = strings.Repeat(" ", width-utf8.RuneCountInString(v.Rows[i].Amount)) + v.Rows[i].Amount
+		v.Rows[i].AmountPadded = padLeft(v.Rows[i].Amount, width)
 	}
 	for i, t := range d.Totals {
-		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: p.Sprintf(msgTransactions, t.Count)}
+		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
 		var err error
 		for _, m := range []struct {
 			dst   *string
@@ -332,6 +381,22 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		v.Totals[i] = vt
 	}
 	return v, nil
+}
+
+// padLeft pads s with spaces on the left to width runes, in one
+// allocation, none when s is that wide already (the widest amount).
+func padLeft(s string, width int) string {
+	n := width - utf8.RuneCountInString(s)
+	if n <= 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(n + len(s))
+	for range n {
+		b.WriteByte(' ')
+	}
+	b.WriteString(s)
+	return b.String()
 }
 
 // padRight pads each label with spaces to the widest, plus one.

@@ -547,8 +547,16 @@ func FormatAmount(minor int64, code string) (string, error) {
 // the given separators, and groups of three once the whole part has
 // 3+minGrouping digits. Integer arithmetic only.
 func formatNumber(minor int64, code, decimal, group string, minGrouping int) (string, error) {
+	var buf [64]byte
+	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping)
+	return string(b), err
+}
+
+// appendNumber appends what formatNumber returns to b: the callers build
+// an amount in a buffer on their stack and allocate only its string.
+func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping int) ([]byte, error) {
 	if !ValidCurrency(code) {
-		return "", fmt.Errorf("%w %q", ErrUnknownCurrency, code)
+		return b, fmt.Errorf("%w %q", ErrUnknownCurrency, code)
 	}
 	scale, _ := currency.Standard.Rounding(currency.MustParseISO(code))
 	// The magnitude as uint64 also holds -math.MinInt64.
@@ -560,20 +568,22 @@ func formatNumber(minor int64, code, decimal, group string, minGrouping int) (st
 	for range scale {
 		unit *= 10
 	}
-	var b strings.Builder
-	whole := strconv.FormatUint(mag/unit, 10)
+	var digits [20]byte
+	whole := strconv.AppendUint(digits[:0], mag/unit, 10)
 	grouped := len(whole) >= 3+minGrouping
 	for i := range len(whole) {
 		if grouped && i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteString(group)
+			b = append(b, group...)
 		}
-		b.WriteByte(whole[i])
+		b = append(b, whole[i])
 	}
 	if scale > 0 {
-		frac := strconv.FormatUint(mag%unit, 10)
-		b.WriteString(decimal)
-		b.WriteString(strings.Repeat("0", scale-len(frac)))
-		b.WriteString(frac)
+		frac := strconv.AppendUint(digits[:0], mag%unit, 10)
+		b = append(b, decimal...)
+		for range scale - len(frac) {
+			b = append(b, '0')
+		}
+		b = append(b, frac...)
 	}
-	return b.String(), nil
+	return b, nil
 }

@@ -46,12 +46,13 @@ type Renderer struct {
 	langs map[language.Tag]*langWords // by shipped language; never written after NewRenderer
 
 	weekMu sync.Mutex
-	week   map[weekKey]weekText // a cache; see weekWords
+	week   map[weekKey]*weekText // a cache; see weekWords
 }
 
 // langWords are the words of one language that no digest changes,
 // translated once by NewRenderer rather than for every digest.
 type langWords struct {
+	lang   string // the language's tag, "de"
 	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
 	hello  string
 	kinds  map[string]string // by known kind
@@ -76,6 +77,7 @@ const maxCachedCount = 64
 func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 	p := printer(cat, lang)
 	w := &langWords{
+		lang:    lang.String(),
 		printer: p,
 		labels: labels{
 			Heading: p.Sprintf(msgHeading), IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
@@ -169,7 +171,7 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]weekText{}}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]*weekText{}}
 	for _, lang := range Languages {
 		r.langs[lang] = newLangWords(cat, lang)
 	}
@@ -324,14 +326,11 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	lang := MatchLanguage(d.Customer.Locale)
 	f := formatFor(lang)
 	words := r.words(lang)
-	week := d.Identity.Week.String() // an identifier: ASCII in every language
 	v := &view{
-		Lang:    lang.String(),
+		Lang:    words.lang,
 		Dir:     "ltr",
 		Start:   "left",
 		End:     "right",
-		Week:    week,
-		Range:   f.weekRange(d.From, d.To),
 		Zone:    loc.String(),
 		Empty:   len(d.Activity) == 0,
 		Rows:    make([]viewRow, len(d.Activity)),
@@ -343,7 +342,8 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
 	v.T = words.labels
-	wk := r.weekWords(words.printer, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
+	wk := r.weekWords(words.printer, f, d, newWeekKey(lang, d, v.Type, v.Version))
+	v.Week, v.Range = wk.week, wk.rng
 	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
@@ -356,7 +356,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 			return nil, err
 		}
 		v.Rows[i] = viewRow{
-			Date:        f.day(f, a.OccurredAt.In(loc)),
+			Date:        wk.day(f, a.OccurredAt.In(loc)),
 			Kind:        words.kind(a.Kind),
 			Description: clean(a.Description),
 			Amount:      amt,
@@ -413,35 +413,90 @@ func padRight(ls ...string) []string {
 }
 
 // weekKey is what the words of weekWords depend on: the same for every
-// digest of a run in one language and zone.
+// digest of a run in one language and zone. The civil days of the week
+// are those of the instants from and to with their offsets in the zone.
 type weekKey struct {
-	lang                          language.Tag
-	week, rng, zone, typ, version string
+	lang           language.Tag
+	week           ISOWeek
+	zone           string
+	from, to       int64 // Unix seconds
+	fromOff, toOff int   // seconds east of UTC
+	typ, version   string
 }
 
+func newWeekKey(lang language.Tag, d *Digest, typ, version string) weekKey {
+	_, fromOff := d.From.Zone()
+	_, toOff := d.To.In(d.From.Location()).Zone()
+	return weekKey{
+		lang: lang, week: d.Identity.Week, zone: d.From.Location().String(),
+		from: d.From.Unix(), to: d.To.Unix(), fromOff: fromOff, toOff: toOff,
+		typ: typ, version: version,
+	}
+}
+
+// weekText is what a week's digests in one language and zone share.
 type weekText struct {
+	week                                          string // "2026-W48": an identifier, ASCII in every language
+	rng                                           string // weekRange
 	subject, intro, introEmpty, footer, reference string
+	days                                          [7]weekDay // the days of the week, as rows show them
+}
+
+type weekDay struct {
+	year  int
+	month time.Month
+	day   int
+	text  string
+}
+
+// day formats t (in the digest's zone) as a row's date: from the week's
+// days, or formatted afresh for a day outside them.
+func (w *weekText) day(f *localeFormat, t time.Time) string {
+	if s, ok := w.cachedDay(t); ok {
+		return s
+	}
+	return f.day(f, t)
+}
+
+func (w *weekText) cachedDay(t time.Time) (string, bool) {
+	y, m, d := t.Date()
+	for _, wd := range w.days {
+		if wd.day == d && wd.month == m && wd.year == y {
+			return wd.text, true
+		}
+	}
+	return "", false
 }
 
 // maxWeekWords bounds the cache of weekWords (languages times zones, in
 // practice); past it the cache starts again.
 const maxWeekWords = 1024
 
-// weekWords returns the translated sentences that take the week, the zone
-// and the digest type, from a cache: they are the same for every digest of
-// a run in one language and zone, and translating them is most of what
-// the catalogue costs per digest.
-func (r *Renderer) weekWords(p *message.Printer, k weekKey) weekText {
+// weekWords returns the week of d (k is newWeekKey's) as its digests show
+// it: its name, its range, the translated sentences that take the week, the
+// zone and the digest type, and its seven days as rows show them. From a
+// cache: they are the same for every digest of a run in one language and
+// zone, and formatting them was most of what the catalogue and the dates
+// cost per digest. The *weekText is shared: never written once cached.
+func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k weekKey) *weekText {
 	r.weekMu.Lock()
 	w, ok := r.week[k]
 	r.weekMu.Unlock()
 	if ok {
 		return w
 	}
-	w = weekText{
-		subject: p.Sprintf(msgSubject, k.week, k.rng),
-		intro:   p.Sprintf(msgIntro, k.week, k.rng), introEmpty: p.Sprintf(msgIntroEmpty, k.week, k.rng),
-		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, k.week),
+	week, rng := k.week.String(), f.weekRange(d.From, d.To)
+	w = &weekText{
+		week: week, rng: rng,
+		subject: p.Sprintf(msgSubject, week, rng),
+		intro:   p.Sprintf(msgIntro, week, rng), introEmpty: p.Sprintf(msgIntroEmpty, week, rng),
+		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, week),
+	}
+	y, m, day := d.From.Date()
+	for i := range w.days {
+		// Noon UTC of the civil day: the formats read only its date.
+		t := time.Date(y, m, day+i, 12, 0, 0, 0, time.UTC)
+		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.day(f, t)}
 	}
 	r.weekMu.Lock()
 	if len(r.week) >= maxWeekWords {

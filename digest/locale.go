@@ -258,15 +258,23 @@ func currencySymbol(lang language.Tag, code string) string {
 // between thousands, U+00A0 before the symbol), "￥1,235" (ja). Integer
 // arithmetic only.
 func FormatMoney(lang language.Tag, minor int64, code string) (string, error) {
+	var buf [128]byte
+	b, err := appendMoney(buf[:0], lang, minor, code)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// appendMoney appends FormatMoney's amount to b: the callers build amounts
+// in buffers on their stack and allocate only the strings.
+func appendMoney(b []byte, lang language.Tag, minor int64, code string) ([]byte, error) {
 	f := formatFor(lang)
 	var nbuf [64]byte
 	num, err := appendNumber(nbuf[:0], minor, code, f.decimal, f.group, f.minGrouping)
 	if err != nil {
-		return "", err
+		return b, err
 	}
-	// The amount is built on the stack; its string is the one allocation.
-	var buf [128]byte
-	b := buf[:0]
 	if minor < 0 {
 		b = append(b, f.minus...)
 	}
@@ -278,12 +286,11 @@ func FormatMoney(lang language.Tag, minor int64, code string) (string, error) {
 		if r, _ := utf8.DecodeLastRuneInString(sym); unicode.IsLetter(r) {
 			b = append(b, "\u00a0"...)
 		}
-		return string(f.appendLocalDigits(b, num)), nil
+		return f.appendLocalDigits(b, num), nil
 	}
 	b = f.appendLocalDigits(b, num)
 	b = append(b, f.symbolSep...)
-	b = append(b, sym...)
-	return string(b), nil
+	return append(b, sym...), nil
 }
 
 // appendLocalDigits appends num (ASCII) to b in the locale's digits.

@@ -349,54 +349,92 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = words.greeting(name)
 	}
-	width := 0
 	for i, a := range d.Activity {
-		amt, err := FormatMoney(lang, a.AmountMinor, a.Currency)
-		if err != nil {
-			return nil, err
-		}
 		v.Rows[i] = viewRow{
 			Date:        wk.day(f, a.OccurredAt.In(loc)),
 			Kind:        words.kind(a.Kind),
 			Description: clean(a.Description),
-			Amount:      amt,
 			Negative:    a.AmountMinor < 0,
 		}
-		width = max(width, utf8.RuneCountInString(amt))
-	}
-	for i := range v.Rows {
-		v.Rows[i].AmountPadded = padLeft(v.Rows[i].Amount, width)
 	}
 	for i, t := range d.Totals {
-		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
-		var err error
-		for _, m := range []struct {
-			dst   *string
-			minor int64
-		}{{&vt.Credits, t.CreditMinor}, {&vt.Debits, t.DebitMinor}, {&vt.Net, t.NetMinor}} {
-			if *m.dst, err = FormatMoney(lang, m.minor, t.Currency); err != nil {
-				return nil, err
-			}
-		}
-		v.Totals[i] = vt
+		v.Totals[i] = viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
+	}
+	if err := formatAmounts(v, d, lang); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
-// padLeft pads s with spaces on the left to width runes, in one
-// allocation, none when s is that wide already (the widest amount).
-func padLeft(s string, width int) string {
-	n := width - utf8.RuneCountInString(s)
-	if n <= 0 {
-		return s
+// formatAmounts sets the amounts of v's rows (Amount, and AmountPadded:
+// padded on the left with spaces to the widest, for the text part) and of
+// its totals (Credits, Debits, Net) from d's, as FormatMoney writes them.
+// They are all slices of one string: one allocation for every amount of
+// the digest rather than one or two an amount. The amounts are first
+// written one after the other (a), then laid out padded (b), then the
+// fields are set by walking that layout again.
+func formatAmounts(v *view, d *Digest, lang language.Tag) error {
+	var abuf [512]byte
+	var endsBuf [64]int
+	a, ends := abuf[:0], endsBuf[:0] // ends[i]: where the i-th amount ends in a
+	var err error
+	for _, act := range d.Activity {
+		if a, err = appendMoney(a, lang, act.AmountMinor, act.Currency); err != nil {
+			return err
+		}
+		ends = append(ends, len(a))
 	}
-	var b strings.Builder
-	b.Grow(n + len(s))
-	for range n {
-		b.WriteByte(' ')
+	for _, t := range d.Totals {
+		for _, minor := range [3]int64{t.CreditMinor, t.DebitMinor, t.NetMinor} {
+			if a, err = appendMoney(a, lang, minor, t.Currency); err != nil {
+				return err
+			}
+			ends = append(ends, len(a))
+		}
 	}
-	b.WriteString(s)
-	return b.String()
+	amount := func(i int) []byte {
+		if i == 0 {
+			return a[:ends[0]]
+		}
+		return a[ends[i-1]:ends[i]]
+	}
+	width := 0
+	for i := range v.Rows {
+		width = max(width, utf8.RuneCount(amount(i)))
+	}
+	pad := func(i int) int { return width - utf8.RuneCount(amount(i)) }
+
+	var bbuf [1024]byte
+	b := bbuf[:0]
+	for i := range v.Rows {
+		for range pad(i) {
+			b = append(b, ' ')
+		}
+		b = append(b, amount(i)...)
+	}
+	rowsEnd := 0
+	if len(v.Rows) > 0 {
+		rowsEnd = ends[len(v.Rows)-1]
+	}
+	b = append(b, a[rowsEnd:]...) // the totals' amounts, as they are
+	s := string(b)
+
+	pos := 0
+	next := func(n int) string { pos += n; return s[pos-n : pos] }
+	for i := range v.Rows {
+		n := len(amount(i))
+		v.Rows[i].AmountPadded = s[pos : pos+pad(i)+n]
+		next(pad(i))
+		v.Rows[i].Amount = next(n)
+	}
+	for j := range v.Totals {
+		k := len(v.Rows) + 3*j
+		t := &v.Totals[j]
+		t.Credits = next(len(amount(k)))
+		t.Debits = next(len(amount(k + 1)))
+		t.Net = next(len(amount(k + 2)))
+	}
+	return nil
 }
 
 // padRight pads each label with spaces to the widest, plus one.

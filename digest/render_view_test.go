@@ -1,8 +1,14 @@
 package digest
 
 import (
+	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/text/language"
 )
 
 // The words newView takes from langWords' caches are the catalogue's: the
@@ -32,17 +38,64 @@ func TestLangWordsCachesAreTheCatalogues(t *testing.T) {
 	}
 }
 
-func TestPadLeft(t *testing.T) {
+// formatAmounts lays out what FormatMoney and padding each amount would
+// give: few and many rows (past its stack buffers), narrow and wide amounts,
+// multi-byte digits and symbols, totals with and without rows.
+func TestFormatAmounts(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		s     string
-		width int
-		want  string
-	}{{"€1.00", 5, "€1.00"}, {"€1.00", 7, "  €1.00"}, {"", 2, "  "}, {"abc", 1, "abc"}, {"١٫٠٠", 6, "  ١٫٠٠"}} {
-		if got := padLeft(tt.s, tt.width); got != tt.want {
-			t.Errorf("padLeft(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+	rng := rand.New(rand.NewPCG(3, 4))
+	codes := []string{"EUR", "JPY", "BHD", "USD", "CHF"}
+	for _, lang := range Languages {
+		for _, rows := range []int{0, 1, 2, 7, 80} {
+			for _, totals := range []int{0, 1, 3} {
+				d := &Digest{}
+				for range rows {
+					d.Activity = append(d.Activity, Activity{AmountMinor: (rng.Int64N(1e9) - 5e8) >> rng.IntN(30), Currency: codes[rng.IntN(len(codes))]})
+				}
+				for range totals {
+					d.Totals = append(d.Totals, Total{Currency: codes[rng.IntN(len(codes))], CreditMinor: rng.Int64N(1e12), DebitMinor: -rng.Int64N(1e6), NetMinor: rng.Int64N(1e9) - 5e8})
+				}
+				v := &view{Rows: make([]viewRow, rows), Totals: make([]viewTotal, totals)}
+				if err := formatAmounts(v, d, lang); err != nil {
+					t.Fatal(err)
+				}
+				width := 0
+				for i, a := range d.Activity {
+					want := mustFormatMoney(t, lang, a.AmountMinor, a.Currency)
+					if v.Rows[i].Amount != want {
+						t.Fatalf("%s row %d: %q, want %q", lang, i, v.Rows[i].Amount, want)
+					}
+					width = max(width, utf8.RuneCountInString(want))
+				}
+				for i, r := range v.Rows {
+					if want := strings.Repeat(" ", width-utf8.RuneCountInString(r.Amount)) + r.Amount; r.AmountPadded != want {
+						t.Fatalf("%s row %d padded: %q, want %q", lang, i, r.AmountPadded, want)
+					}
+				}
+				for i, tt := range d.Totals {
+					got := [3]string{v.Totals[i].Credits, v.Totals[i].Debits, v.Totals[i].Net}
+					want := [3]string{mustFormatMoney(t, lang, tt.CreditMinor, tt.Currency), mustFormatMoney(t, lang, tt.DebitMinor, tt.Currency), mustFormatMoney(t, lang, tt.NetMinor, tt.Currency)}
+					if got != want {
+						t.Fatalf("%s total %d: %q, want %q", lang, i, got, want)
+					}
+				}
+			}
 		}
 	}
+	// An unknown currency fails as FormatMoney does.
+	d := &Digest{Activity: []Activity{{AmountMinor: 1, Currency: "EUR"}}, Totals: []Total{{Currency: "XXQ"}}}
+	if err := formatAmounts(&view{Rows: make([]viewRow, 1), Totals: make([]viewTotal, 1)}, d, language.English); !errors.Is(err, ErrUnknownCurrency) {
+		t.Errorf("formatAmounts with an unknown currency: %v", err)
+	}
+}
+
+func mustFormatMoney(t *testing.T, lang language.Tag, minor int64, code string) string {
+	t.Helper()
+	s, err := FormatMoney(lang, minor, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // A row's date comes from the week's cached days: the same text as

@@ -80,17 +80,23 @@ func (d *Digest) appendCanonical(b []byte) []byte {
 	return append(b, "]}"...)
 }
 
-// appendJSONWeek appends ISOWeek.String's "2026-W48" as a JSON string
-// without formatting it through fmt.
+// appendJSONWeek appends ISOWeek.String's "2026-W48" as a JSON string:
+// its characters need no escaping.
 func appendJSONWeek(b []byte, w ISOWeek) []byte {
-	if w.Year < 0 || w.Year > 9999 || w.Week < 0 || w.Week > 99 {
-		return appendJSONString(b, w.String()) // not a week Validate accepts
-	}
 	b = append(b, '"')
+	b = appendWeek(b, w)
+	return append(b, '"')
+}
+
+// appendWeek appends ISOWeek.String's "2026-W48" without formatting it
+// through fmt.
+func appendWeek(b []byte, w ISOWeek) []byte {
+	if w.Year < 0 || w.Year > 9999 || w.Week < 0 || w.Week > 99 {
+		return append(b, w.String()...) // not a week Validate accepts
+	}
 	b = appendPadded(b, w.Year, 4)
 	b = append(b, "-W"...)
-	b = appendPadded(b, w.Week, 2)
-	return append(b, '"')
+	return appendPadded(b, w.Week, 2)
 }
 
 // appendPadded appends the non-negative n with zeros on the left to width

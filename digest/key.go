@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -73,7 +75,15 @@ func validateField(name, v string) error {
 // Canonical returns the four fields joined by '|'. It is the HMAC input and
 // must never be stored: it names the customer.
 func (id Identity) Canonical() string {
-	return id.Customer + "|" + id.Week.String() + "|" + id.Type + "|" + id.Version
+	var buf [128]byte
+	b := append(buf[:0], id.Customer...)
+	b = append(b, '|')
+	b = appendWeek(b, id.Week)
+	b = append(b, '|')
+	b = append(b, id.Type...)
+	b = append(b, '|')
+	b = append(b, id.Version...)
+	return string(b)
 }
 
 // Key is the stored form of a business identity: "KID:HEX", HEX being the
@@ -135,6 +145,24 @@ func validateKeyID(kid string) error {
 type secret struct {
 	id  string
 	key []byte
+	// signers hold HMACs keyed with key, reused across signatures:
+	// hmac.New costs about eight allocations, a keyed HMAC's Reset none
+	// (it restores the state saved after keying). A pointer, shared by
+	// the copies of the secret (Pinned); nil in a secret made without
+	// newSecret, which then signs with a new HMAC.
+	signers *sync.Pool
+}
+
+// signer is an HMAC with the buffers sign passes it: through the
+// hash.Hash interface they would escape, an allocation each.
+type signer struct {
+	mac hash.Hash
+	buf [256]byte
+	sum [sha256.Size]byte
+}
+
+func newSecret(id string, key []byte) secret {
+	return secret{id: id, key: key, signers: &sync.Pool{New: func() any { return &signer{mac: hmac.New(sha256.New, key)} }}}
 }
 
 // Keyring holds the HMAC secrets: the first is current and signs new claims;
@@ -181,7 +209,7 @@ func ParseKeyring(s string) (*Keyring, error) {
 		if len(key) < MinSecretLen {
 			return nil, fmt.Errorf("%w: key id %q: secret is %d bytes, at least %d required (generate one with: head -c 32 /dev/urandom | base64)", ErrKeyring, kid, len(key), MinSecretLen)
 		}
-		kr.secrets = append(kr.secrets, secret{id: kid, key: key})
+		kr.secrets = append(kr.secrets, newSecret(kid, key))
 	}
 	if len(kr.secrets) == 0 {
 		return nil, fmt.Errorf("%w: no keys (want kid:base64secret[,kid:base64secret...])", ErrKeyring)
@@ -260,10 +288,19 @@ func (kr *Keyring) Pinned(kid string) (*Keyring, bool) {
 }
 
 func sign(s secret, canonical string) Key {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(canonical))
-	var sum [sha256.Size]byte
-	return Key(s.id + ":" + hex.EncodeToString(m.Sum(sum[:0])))
+	var sg *signer
+	if s.signers != nil {
+		sg = s.signers.Get().(*signer)
+		sg.mac.Reset()
+		defer s.signers.Put(sg)
+	} else {
+		sg = &signer{mac: hmac.New(sha256.New, s.key)}
+	}
+	sg.mac.Write(append(sg.buf[:0], canonical...))
+	b := append(sg.buf[:0], s.id...)
+	b = append(b, ':')
+	b = hex.AppendEncode(b, sg.mac.Sum(sg.sum[:0]))
+	return Key(b)
 }
 
 // String names the key ids only.

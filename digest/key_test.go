@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -329,5 +330,38 @@ func TestRedactAddress(t *testing.T) {
 		if got := RedactAddress(tt.s, tt.email); got != tt.want {
 			t.Errorf("RedactAddress(%q, %q) = %q, want %q", tt.s, tt.email, got, tt.want)
 		}
+	}
+}
+
+// A keyring's reused HMACs sign as a new one does, again and again and
+// from many goroutines at once.
+func TestSignReusesHMACs(t *testing.T) {
+	t.Parallel()
+	kr, err := ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte(canonicalSecret)) + ",k0:" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 200))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []Identity{
+		{Customer: "customer_8421", Week: ISOWeek{2026, 32}, Type: "weekly_activity", Version: "v3"},
+		{Customer: strings.Repeat("c", 300), Week: ISOWeek{2026, 1}, Type: "t", Version: "v1"}, // past sign's stack buffer
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := ids[i%len(ids)]
+				for j, k := range kr.Candidates(id) {
+					fresh := secret{id: kr.secrets[j].id, key: kr.secrets[j].key} // no pool: a new HMAC
+					if want := sign(fresh, id.Canonical()); k != want {
+						t.Errorf("reused HMAC signed %s, a new one %s", k, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := kr.Key(ids[0]); string(got) != canonicalKey {
+		t.Errorf("Key = %s, want %s", got, canonicalKey)
 	}
 }

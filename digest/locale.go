@@ -28,6 +28,34 @@ func MatchLanguage(locale string) language.Tag {
 	if locale == "" {
 		return language.English
 	}
+	matched.RLock()
+	lang, ok := matched.m[locale]
+	matched.RUnlock()
+	if ok {
+		return lang
+	}
+	lang = matchLanguage(locale)
+	matched.Lock()
+	if len(matched.m) >= maxMatched {
+		clear(matched.m)
+	}
+	matched.m[locale] = lang
+	matched.Unlock()
+	return lang
+}
+
+// matched caches MatchLanguage: parsing and matching a locale costs a
+// dozen allocations, for the handful of distinct locales of a run.
+var matched = struct {
+	sync.RWMutex
+	m map[string]language.Tag
+}{m: map[string]language.Tag{}}
+
+// maxMatched bounds matched (locales come from the source, unchecked);
+// past it the cache starts again.
+const maxMatched = 1024
+
+func matchLanguage(locale string) language.Tag {
 	t, err := language.Parse(locale)
 	if err != nil {
 		return language.English
@@ -159,13 +187,22 @@ func (f *localeFormat) localDigits(s string) string {
 	if f.digits == "" {
 		return s
 	}
-	d := []rune(f.digits)
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return d[r-'0']
-		}
+	return strings.Map(f.localDigit, s)
+}
+
+// localDigit returns r, or the locale's digit for an ASCII digit r.
+func (f *localeFormat) localDigit(r rune) rune {
+	if r < '0' || r > '9' || f.digits == "" {
 		return r
-	}, s)
+	}
+	n := r - '0'
+	for _, d := range f.digits {
+		if n == 0 {
+			return d
+		}
+		n--
+	}
+	return r
 }
 
 // weekRange formats the civil days of [from, to) in from's zone.
@@ -221,24 +258,52 @@ func currencySymbol(lang language.Tag, code string) string {
 // between thousands, U+00A0 before the symbol), "￥1,235" (ja). Integer
 // arithmetic only.
 func FormatMoney(lang language.Tag, minor int64, code string) (string, error) {
-	f := formatFor(lang)
-	num, err := formatNumber(minor, code, f.decimal, f.group, f.minGrouping)
+	var buf [128]byte
+	b, err := appendMoney(buf[:0], lang, minor, code)
 	if err != nil {
 		return "", err
 	}
-	n := f.localDigits(num)
-	sign := ""
+	return string(b), nil
+}
+
+// appendMoney appends FormatMoney's amount to b: the callers build amounts
+// in buffers on their stack and allocate only the strings.
+func appendMoney(b []byte, lang language.Tag, minor int64, code string) ([]byte, error) {
+	f := formatFor(lang)
+	var nbuf [64]byte
+	num, err := appendNumber(nbuf[:0], minor, code, f.decimal, f.group, f.minGrouping)
+	if err != nil {
+		return b, err
+	}
 	if minor < 0 {
-		sign = f.minus
+		b = append(b, f.minus...)
 	}
 	sym := symbol(lang, code)
 	if f.symbolFirst {
+		b = append(b, sym...)
 		// CLDR currencySpacing: a symbol ending in a letter ("BHD",
 		// "CHF") is kept apart from the digits by a no-break space.
 		if r, _ := utf8.DecodeLastRuneInString(sym); unicode.IsLetter(r) {
-			sym += "\u00a0"
+			b = append(b, "\u00a0"...)
 		}
-		return sign + sym + n, nil
+		return f.appendLocalDigits(b, num), nil
 	}
-	return sign + n + f.symbolSep + sym, nil
+	b = f.appendLocalDigits(b, num)
+	b = append(b, f.symbolSep...)
+	return append(b, sym...), nil
+}
+
+// appendLocalDigits appends num (ASCII) to b in the locale's digits.
+func (f *localeFormat) appendLocalDigits(b, num []byte) []byte {
+	if f.digits == "" {
+		return append(b, num...)
+	}
+	for _, c := range num {
+		if c >= '0' && c <= '9' {
+			b = utf8.AppendRune(b, f.localDigit(rune(c)))
+		} else {
+			b = append(b, c)
+		}
+	}
+	return b
 }

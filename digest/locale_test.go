@@ -1,6 +1,7 @@
 package digest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,32 @@ func TestMatchLanguage(t *testing.T) {
 		"fr-CH": language.French, "es-MX": language.Spanish, "ja-JP": language.Japanese, "ar-KW": language.Arabic,
 		"en-IE": language.English, "pt-BR": language.English, "pl-PL": language.English, "zh-CN": language.English,
 	} {
-		if got := MatchLanguage(locale); got != want {
-			t.Errorf("MatchLanguage(%q) = %v, want %v", locale, got, want)
+		// Twice: the second answer comes from the cache.
+		for range 2 {
+			if got := MatchLanguage(locale); got != want {
+				t.Errorf("MatchLanguage(%q) = %v, want %v", locale, got, want)
+			}
 		}
+	}
+}
+
+// The cache of MatchLanguage stays bounded and right when it starts again.
+func TestMatchLanguageCacheBounded(t *testing.T) {
+	t.Parallel()
+	for i := range maxMatched + 10 {
+		locale := fmt.Sprintf("de-x-%d", i)
+		if got := MatchLanguage(locale); got != language.German {
+			t.Fatalf("MatchLanguage(%q) = %v", locale, got)
+		}
+	}
+	matched.RLock()
+	n := len(matched.m)
+	matched.RUnlock()
+	if n > maxMatched {
+		t.Errorf("the cache holds %d locales, more than %d", n, maxMatched)
+	}
+	if got := MatchLanguage("ja-JP"); got != language.Japanese {
+		t.Errorf("MatchLanguage(ja-JP) = %v after the cache started again", got)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -146,82 +145,25 @@ func compareActivity(a, b Activity) int {
 // Empty reports whether the digest has no activity.
 func (d *Digest) Empty() bool { return len(d.Activity) == 0 }
 
-// canonical* mirror Digest with explicit JSON names. encoding/json writes
-// struct fields in declaration order and these hold no maps and no floats,
-// so the encoding is stable; instants are written in UTC with nanoseconds.
-type canonicalDigest struct {
-	Format   string              `json:"format"`
-	Type     string              `json:"type"`
-	Version  string              `json:"version"`
-	Week     string              `json:"week"`
-	From     string              `json:"from"`
-	To       string              `json:"to"`
-	Customer canonicalCustomer   `json:"customer"`
-	Activity []canonicalActivity `json:"activity"`
-	Totals   []Total             `json:"totals"`
-}
-
-type canonicalCustomer struct {
-	ID     string `json:"id"`
-	Email  string `json:"email"`
-	Name   string `json:"name"`
-	Locale string `json:"locale"`
-}
-
-type canonicalActivity struct {
-	OccurredAt  string `json:"occurred_at"`
-	RecordedAt  string `json:"recorded_at"`
-	Kind        string `json:"kind"`
-	AmountMinor int64  `json:"amount_minor"`
-	Currency    string `json:"currency"`
-	Description string `json:"description"`
-}
-
 // canonicalFormat names the canonical encoding. Changing the encoding
 // changes every fingerprint, which would quarantine every receipt of a week
 // already under way: bump it only together with the content version.
 const canonicalFormat = "digest-canonical-1"
 
-func utc(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
 // Canonical returns the canonical encoding of d: the bytes its fingerprint
 // is computed over.
-func (d *Digest) Canonical() []byte {
-	c := canonicalDigest{
-		Format:  canonicalFormat,
-		Type:    d.Identity.Type,
-		Version: d.Identity.Version,
-		Week:    d.Identity.Week.String(),
-		From:    utc(d.From),
-		To:      utc(d.To),
-		Customer: canonicalCustomer{
-			ID: d.Customer.ID, Email: d.Customer.Email, Name: d.Customer.Name, Locale: d.Customer.Locale,
-		},
-		Activity: make([]canonicalActivity, len(d.Activity)),
-		Totals:   d.Totals,
-	}
-	for i, a := range d.Activity {
-		c.Activity[i] = canonicalActivity{
-			OccurredAt: utc(a.OccurredAt), RecordedAt: utc(a.RecordedAt), Kind: a.Kind,
-			AmountMinor: a.AmountMinor, Currency: a.Currency, Description: a.Description,
-		}
-	}
-	if c.Totals == nil {
-		c.Totals = []Total{}
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		// Only strings, ints and slices of them: Marshal cannot fail.
-		panic(fmt.Sprintf("digest: canonical encoding: %v", err))
-	}
-	return b
-}
+func (d *Digest) Canonical() []byte { return d.appendCanonical(nil) }
 
 // Fingerprint returns "sha256:" and the lowercase hex SHA-256 of the
 // canonical encoding. The ledger stores it beside the key; a different
 // fingerprint under the same key means the snapshot changed under a digest
 // already claimed, and the key is quarantined.
 func (d *Digest) Fingerprint() string {
-	sum := sha256.Sum256(d.Canonical())
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var buf [2048]byte // the encoding of a typical digest, on the stack
+	sum := sha256.Sum256(d.appendCanonical(buf[:0]))
+	const prefix = "sha256:"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }

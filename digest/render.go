@@ -46,20 +46,39 @@ type Renderer struct {
 	langs map[language.Tag]*langWords // by shipped language; never written after NewRenderer
 
 	weekMu sync.Mutex
-	week   map[weekKey]weekText // a cache; see weekWords
+	week   map[weekKey]*weekText // a cache; see weekWords
 }
 
 // langWords are the words of one language that no digest changes,
 // translated once by NewRenderer rather than for every digest.
 type langWords struct {
+	lang   string // the language's tag, "de"
 	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
 	hello  string
 	kinds  map[string]string // by known kind
+
+	// printer translates the sentences that take values. A Printer is
+	// read-only once made (each Sprintf copies it into a pooled state), so
+	// one serves every digest of the language, concurrently.
+	printer *message.Printer
+	// helloName is msgHelloName split around the name, when the
+	// translation only inserts it ({"Hello ", ","}): a greeting is then a
+	// concatenation, not a catalogue lookup per digest. Else nil.
+	helloName []string
+	// transactions are msgTransactions for the counts below
+	// maxCachedCount, translated once.
+	transactions []string
 }
+
+// maxCachedCount bounds langWords.transactions: a week with more
+// transactions in a currency is translated for its digest.
+const maxCachedCount = 64
 
 func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 	p := printer(cat, lang)
 	w := &langWords{
+		lang:    lang.String(),
+		printer: p,
 		labels: labels{
 			Heading: p.Sprintf(msgHeading), IntroHTML: p.Sprintf(msgIntroHTML), EmptyHTML: p.Sprintf(msgEmptyHTML),
 			Date: p.Sprintf(msgDate), Activity: p.Sprintf(msgActivity), Amount: p.Sprintf(msgAmount),
@@ -74,13 +93,71 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 	for k := range knownKinds {
 		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
 	}
+	w.helloName = splitAroundArg(p, msgHelloName)
+	w.transactions = make([]string, maxCachedCount)
+	for n := range w.transactions {
+		w.transactions[n] = p.Sprintf(msgTransactions, n)
+	}
 	return w
 }
 
+// splitAroundArg returns the translation of key (a message of one %s)
+// split around its argument, if the translation prints any argument as it
+// is, once: checked with two different arguments. Else nil.
+func splitAroundArg(p *message.Printer, key string) []string {
+	const a, b = "\uE000a\uE000", "\uE000bb\uE000" // private use: in no translation
+	before, after, ok := strings.Cut(p.Sprintf(key, a), a)
+	if !ok || strings.Contains(after, a) || p.Sprintf(key, b) != before+b+after {
+		return nil
+	}
+	return []string{before, after}
+}
+
+// greeting is msgHelloName for name.
+func (w *langWords) greeting(name string) string {
+	if w.helloName == nil {
+		return w.printer.Sprintf(msgHelloName, name)
+	}
+	return w.helloName[0] + name + w.helloName[1]
+}
+
+// transactionCount is msgTransactions for n.
+func (w *langWords) transactionCount(n int) string {
+	if n >= 0 && n < len(w.transactions) {
+		return w.transactions[n]
+	}
+	return w.printer.Sprintf(msgTransactions, n)
+}
+
 type typeTemplates struct {
-	subject *texttemplate.Template
-	text    *texttemplate.Template
-	html    *texttemplate.Template // escaped by html/template; see parseHTML
+	subject, text, html compiledTemplate
+}
+
+// compiledTemplate is a parsed template and, when the compiler supports
+// every node of it, its program (render_program.go), which is what runs.
+type compiledTemplate struct {
+	tmpl *texttemplate.Template
+	prog *program // nil: tmpl is executed
+	html bool     // the HTML template: tmpl prints htmlView, prog escapes
+}
+
+func newCompiledTemplate(t *texttemplate.Template, html bool) compiledTemplate {
+	// A template the compiler refuses is executed by text/template, as
+	// before the compiler existed: correct, only slower.
+	prog, _ := compileTemplate(t, html)
+	return compiledTemplate{tmpl: t, prog: prog, html: html}
+}
+
+// execute writes the template for v into s's buffer.
+func (c *compiledTemplate) execute(s *renderScratch, v *view) error {
+	if c.prog != nil {
+		c.prog.execute(&s.buf, &s.frame, v)
+		return nil
+	}
+	if c.html {
+		v = htmlView(v)
+	}
+	return c.tmpl.Execute(&s.buf, v)
 }
 
 // NewRenderer parses the templates of every digest type found in
@@ -94,27 +171,33 @@ func NewRenderer() (*Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
-	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]weekText{}}
+	r := &Renderer{types: make(map[string]typeTemplates, len(names)), cat: cat, langs: make(map[language.Tag]*langWords, len(Languages)), week: map[weekKey]*weekText{}}
 	for _, lang := range Languages {
 		r.langs[lang] = newLangWords(cat, lang)
 	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
-		var t typeTemplates
-		if t.subject, err = texttemplate.ParseFS(templates.FS, templates.Subject(typ)); err != nil {
+		subject, err := texttemplate.ParseFS(templates.FS, templates.Subject(typ))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.text, err = texttemplate.ParseFS(templates.FS, templates.Text(typ)); err != nil {
+		text, err := texttemplate.ParseFS(templates.FS, templates.Text(typ))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
 		src, err := fs.ReadFile(templates.FS, templates.HTML(typ))
 		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		if t.html, err = parseHTML(templates.HTML(typ), string(src)); err != nil {
+		html, err := parseHTML(templates.HTML(typ), string(src))
+		if err != nil {
 			return nil, fmt.Errorf("templates: %w", err)
 		}
-		r.types[typ] = t
+		r.types[typ] = typeTemplates{
+			subject: newCompiledTemplate(subject, false),
+			text:    newCompiledTemplate(text, false),
+			html:    newCompiledTemplate(html, true),
+		}
 	}
 	return r, nil
 }
@@ -147,39 +230,50 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
 	var out Rendered
-	b := renderBuffers.Get().(*bytes.Buffer)
-	defer putRenderBuffer(b)
+	s := renderScratches.Get().(*renderScratch)
+	defer putRenderScratch(s)
+	b := &s.buf
 	b.Reset()
-	if err := t.subject.Execute(b, v); err != nil {
+	if err := t.subject.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render subject: %w", err)
 	}
 	out.Subject = clean(b.String())
 	v.Subject = out.Subject
+	// The text and the HTML parts, one after the other, make one string:
+	// they are sent together, and it saves an allocation per digest.
 	b.Reset()
-	if err := t.text.Execute(b, v); err != nil {
+	if err := t.text.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render text: %w", err)
 	}
-	out.Text = b.String()
-	b.Reset()
-	if err := t.html.Execute(b, htmlView(v)); err != nil {
+	n := b.Len()
+	if err := t.html.execute(s, v); err != nil {
 		return Rendered{}, fmt.Errorf("render html: %w", err)
 	}
-	out.HTML = b.String()
+	body := b.String()
+	out.Text, out.HTML = body[:n], body[n:]
 	return out, nil
 }
 
-// renderBuffers are the buffers Render executes templates into, reused so
-// that each digest does not grow a new one to the size of its HTML; a
-// cache of memory only (see TestDigestHoldsNoOrchestration).
-var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// renderScratch is what Render executes templates with: the buffer, reused
+// so that each digest does not grow a new one to the size of its HTML, and
+// a program's frame, which would otherwise cost an allocation per template.
+type renderScratch struct {
+	buf   bytes.Buffer
+	frame frame
+}
 
-// maxPooledBuffer bounds what returns to renderBuffers: a digest with
+// renderScratches are reused renderScratch; a cache of memory only (see
+// TestDigestHoldsNoOrchestration).
+var renderScratches = sync.Pool{New: func() any { return new(renderScratch) }}
+
+// maxPooledBuffer bounds what returns to renderScratches: a digest with
 // unusually many rows does not pin its buffer.
 const maxPooledBuffer = 256 << 10
 
-func putRenderBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledBuffer {
-		renderBuffers.Put(b)
+func putRenderScratch(s *renderScratch) {
+	s.frame = frame{} // holds no view once the digest is rendered
+	if s.buf.Cap() <= maxPooledBuffer {
+		renderScratches.Put(s)
 	}
 }
 
@@ -233,15 +327,12 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	loc := d.From.Location()
 	lang := MatchLanguage(d.Customer.Locale)
 	f := formatFor(lang)
-	p := printer(r.cat, lang)
-	week := d.Identity.Week.String() // an identifier: ASCII in every language
+	words := r.words(lang)
 	v := &view{
-		Lang:    lang.String(),
+		Lang:    words.lang,
 		Dir:     "ltr",
 		Start:   "left",
 		End:     "right",
-		Week:    week,
-		Range:   f.weekRange(d.From, d.To),
 		Zone:    loc.String(),
 		Empty:   len(d.Activity) == 0,
 		Rows:    make([]viewRow, len(d.Activity)),
@@ -252,46 +343,100 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	if f.rtl {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
-	words := r.words(lang)
 	v.T = words.labels
-	wk := r.weekWords(p, weekKey{lang: lang, week: v.Week, rng: v.Range, zone: v.Zone, typ: v.Type, version: v.Version})
+	wk := r.weekWords(words.printer, f, d, newWeekKey(lang, d, v.Type, v.Version))
+	v.Week, v.Range = wk.week, wk.rng
 	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
-		v.Greeting = p.Sprintf(msgHelloName, name)
+		v.Greeting = words.greeting(name)
 	}
-	width := 0
 	for i, a := range d.Activity {
-		amt, err := FormatMoney(lang, a.AmountMinor, a.Currency)
-		if err != nil {
-			return nil, err
-		}
 		v.Rows[i] = viewRow{
-			Date:        f.day(f, a.OccurredAt.In(loc)),
+			Date:        wk.day(f, a.OccurredAt.In(loc)),
 			Kind:        words.kind(a.Kind),
 			Description: clean(a.Description),
-			Amount:      amt,
 			Negative:    a.AmountMinor < 0,
 		}
-		width = max(width, utf8.RuneCountInString(amt))
-	}
-	for i := range v.Rows {
-		v.Rows[i].AmountPadded = strings.Repeat(" ", width-utf8.RuneCountInString(v.Rows[i].Amount)) + v.Rows[i].Amount
 	}
 	for i, t := range d.Totals {
-		vt := viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: p.Sprintf(msgTransactions, t.Count)}
-		var err error
-		for _, m := range []struct {
-			dst   *string
-			minor int64
-		}{{&vt.Credits, t.CreditMinor}, {&vt.Debits, t.DebitMinor}, {&vt.Net, t.NetMinor}} {
-			if *m.dst, err = FormatMoney(lang, m.minor, t.Currency); err != nil {
-				return nil, err
-			}
-		}
-		v.Totals[i] = vt
+		v.Totals[i] = viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
+	}
+	if err := formatAmounts(v, d, lang); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// formatAmounts sets the amounts of v's rows (Amount, and AmountPadded:
+// padded on the left with spaces to the widest, for the text part) and of
+// its totals (Credits, Debits, Net) from d's, as FormatMoney writes them.
+// They are all slices of one string: one allocation for every amount of
+// the digest rather than one or two an amount. The amounts are first
+// written one after the other (a), then laid out padded (b), then the
+// fields are set by walking that layout again.
+func formatAmounts(v *view, d *Digest, lang language.Tag) error {
+	var abuf [512]byte
+	var endsBuf [64]int
+	a, ends := abuf[:0], endsBuf[:0] // ends[i]: where the i-th amount ends in a
+	var err error
+	for _, act := range d.Activity {
+		if a, err = appendMoney(a, lang, act.AmountMinor, act.Currency); err != nil {
+			return err
+		}
+		ends = append(ends, len(a))
+	}
+	for _, t := range d.Totals {
+		for _, minor := range [3]int64{t.CreditMinor, t.DebitMinor, t.NetMinor} {
+			if a, err = appendMoney(a, lang, minor, t.Currency); err != nil {
+				return err
+			}
+			ends = append(ends, len(a))
+		}
+	}
+	amount := func(i int) []byte {
+		if i == 0 {
+			return a[:ends[0]]
+		}
+		return a[ends[i-1]:ends[i]]
+	}
+	width := 0
+	for i := range v.Rows {
+		width = max(width, utf8.RuneCount(amount(i)))
+	}
+	pad := func(i int) int { return width - utf8.RuneCount(amount(i)) }
+
+	var bbuf [1024]byte
+	b := bbuf[:0]
+	for i := range v.Rows {
+		for range pad(i) {
+			b = append(b, ' ')
+		}
+		b = append(b, amount(i)...)
+	}
+	rowsEnd := 0
+	if len(v.Rows) > 0 {
+		rowsEnd = ends[len(v.Rows)-1]
+	}
+	b = append(b, a[rowsEnd:]...) // the totals' amounts, as they are
+	s := string(b)
+
+	pos := 0
+	next := func(n int) string { pos += n; return s[pos-n : pos] }
+	for i := range v.Rows {
+		n := len(amount(i))
+		v.Rows[i].AmountPadded = s[pos : pos+pad(i)+n]
+		next(pad(i))
+		v.Rows[i].Amount = next(n)
+	}
+	for j := range v.Totals {
+		k := len(v.Rows) + 3*j
+		t := &v.Totals[j]
+		t.Credits = next(len(amount(k)))
+		t.Debits = next(len(amount(k + 1)))
+		t.Net = next(len(amount(k + 2)))
+	}
+	return nil
 }
 
 // padRight pads each label with spaces to the widest, plus one.
@@ -308,35 +453,90 @@ func padRight(ls ...string) []string {
 }
 
 // weekKey is what the words of weekWords depend on: the same for every
-// digest of a run in one language and zone.
+// digest of a run in one language and zone. The civil days of the week
+// are those of the instants from and to with their offsets in the zone.
 type weekKey struct {
-	lang                          language.Tag
-	week, rng, zone, typ, version string
+	lang           language.Tag
+	week           ISOWeek
+	zone           string
+	from, to       int64 // Unix seconds
+	fromOff, toOff int   // seconds east of UTC
+	typ, version   string
 }
 
+func newWeekKey(lang language.Tag, d *Digest, typ, version string) weekKey {
+	_, fromOff := d.From.Zone()
+	_, toOff := d.To.In(d.From.Location()).Zone()
+	return weekKey{
+		lang: lang, week: d.Identity.Week, zone: d.From.Location().String(),
+		from: d.From.Unix(), to: d.To.Unix(), fromOff: fromOff, toOff: toOff,
+		typ: typ, version: version,
+	}
+}
+
+// weekText is what a week's digests in one language and zone share.
 type weekText struct {
+	week                                          string // "2026-W48": an identifier, ASCII in every language
+	rng                                           string // weekRange
 	subject, intro, introEmpty, footer, reference string
+	days                                          [7]weekDay // the days of the week, as rows show them
+}
+
+type weekDay struct {
+	year  int
+	month time.Month
+	day   int
+	text  string
+}
+
+// day formats t (in the digest's zone) as a row's date: from the week's
+// days, or formatted afresh for a day outside them.
+func (w *weekText) day(f *localeFormat, t time.Time) string {
+	if s, ok := w.cachedDay(t); ok {
+		return s
+	}
+	return f.day(f, t)
+}
+
+func (w *weekText) cachedDay(t time.Time) (string, bool) {
+	y, m, d := t.Date()
+	for _, wd := range w.days {
+		if wd.day == d && wd.month == m && wd.year == y {
+			return wd.text, true
+		}
+	}
+	return "", false
 }
 
 // maxWeekWords bounds the cache of weekWords (languages times zones, in
 // practice); past it the cache starts again.
 const maxWeekWords = 1024
 
-// weekWords returns the translated sentences that take the week, the zone
-// and the digest type, from a cache: they are the same for every digest of
-// a run in one language and zone, and translating them is most of what
-// the catalogue costs per digest.
-func (r *Renderer) weekWords(p *message.Printer, k weekKey) weekText {
+// weekWords returns the week of d (k is newWeekKey's) as its digests show
+// it: its name, its range, the translated sentences that take the week, the
+// zone and the digest type, and its seven days as rows show them. From a
+// cache: they are the same for every digest of a run in one language and
+// zone, and formatting them was most of what the catalogue and the dates
+// cost per digest. The *weekText is shared: never written once cached.
+func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k weekKey) *weekText {
 	r.weekMu.Lock()
 	w, ok := r.week[k]
 	r.weekMu.Unlock()
 	if ok {
 		return w
 	}
-	w = weekText{
-		subject: p.Sprintf(msgSubject, k.week, k.rng),
-		intro:   p.Sprintf(msgIntro, k.week, k.rng), introEmpty: p.Sprintf(msgIntroEmpty, k.week, k.rng),
-		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, k.week),
+	week, rng := k.week.String(), f.weekRange(d.From, d.To)
+	w = &weekText{
+		week: week, rng: rng,
+		subject: p.Sprintf(msgSubject, week, rng),
+		intro:   p.Sprintf(msgIntro, week, rng), introEmpty: p.Sprintf(msgIntroEmpty, week, rng),
+		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, week),
+	}
+	y, m, day := d.From.Date()
+	for i := range w.days {
+		// Noon UTC of the civil day: the formats read only its date.
+		t := time.Date(y, m, day+i, 12, 0, 0, 0, time.UTC)
+		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.day(f, t)}
 	}
 	r.weekMu.Lock()
 	if len(r.week) >= maxWeekWords {
@@ -442,8 +642,16 @@ func FormatAmount(minor int64, code string) (string, error) {
 // the given separators, and groups of three once the whole part has
 // 3+minGrouping digits. Integer arithmetic only.
 func formatNumber(minor int64, code, decimal, group string, minGrouping int) (string, error) {
+	var buf [64]byte
+	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping)
+	return string(b), err
+}
+
+// appendNumber appends what formatNumber returns to b: the callers build
+// an amount in a buffer on their stack and allocate only its string.
+func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping int) ([]byte, error) {
 	if !ValidCurrency(code) {
-		return "", fmt.Errorf("%w %q", ErrUnknownCurrency, code)
+		return b, fmt.Errorf("%w %q", ErrUnknownCurrency, code)
 	}
 	scale, _ := currency.Standard.Rounding(currency.MustParseISO(code))
 	// The magnitude as uint64 also holds -math.MinInt64.
@@ -455,20 +663,22 @@ func formatNumber(minor int64, code, decimal, group string, minGrouping int) (st
 	for range scale {
 		unit *= 10
 	}
-	var b strings.Builder
-	whole := strconv.FormatUint(mag/unit, 10)
+	var digits [20]byte
+	whole := strconv.AppendUint(digits[:0], mag/unit, 10)
 	grouped := len(whole) >= 3+minGrouping
 	for i := range len(whole) {
 		if grouped && i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteString(group)
+			b = append(b, group...)
 		}
-		b.WriteByte(whole[i])
+		b = append(b, whole[i])
 	}
 	if scale > 0 {
-		frac := strconv.FormatUint(mag%unit, 10)
-		b.WriteString(decimal)
-		b.WriteString(strings.Repeat("0", scale-len(frac)))
-		b.WriteString(frac)
+		frac := strconv.AppendUint(digits[:0], mag%unit, 10)
+		b = append(b, decimal...)
+		for range scale - len(frac) {
+			b = append(b, '0')
+		}
+		b = append(b, frac...)
 	}
-	return b.String(), nil
+	return b, nil
 }

@@ -77,3 +77,27 @@ func compareGolden(t *testing.T, path, got string) {
 		t.Errorf("%s differs from the rendering; if the change is intended, run go test ./digest -run Golden -update and review the diff\n--- got ---\n%s", path, got)
 	}
 }
+
+// TestProgramsMatchTextTemplateGolden renders every golden customer (every
+// language, hostile names) with the compiled templates and with
+// text/template executing the same trees: the bytes must be the same.
+func TestProgramsMatchTextTemplateGolden(t *testing.T) {
+	t.Parallel()
+	recs, spec := exampleRecords(t)
+	r, err := digest.NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 21 {
+		t.Fatalf("%d customers, want the 21 of the example", len(recs))
+	}
+	for _, rec := range recs {
+		d, err := digest.Build(rec, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := digest.DiffPrograms(r, &d); err != nil {
+			t.Errorf("%s: %v", rec.Customer.ID, err)
+		}
+	}
+}

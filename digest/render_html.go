@@ -18,7 +18,8 @@ import (
 // places an escaper after every action), checks that every escaper it
 // placed is one whose output is escapeHTML's (text, a quoted attribute
 // value, RCDATA such as <title>), and removes them: what remains prints
-// pre-escaped values (htmlView) in exactly those places. A template edit
+// escaped values (htmlView, or a compiled program that escapes as it
+// prints: render_program.go) in exactly those places. A template edit
 // that puts a value anywhere else (a URL, a script, a style, an unquoted
 // attribute) makes NewRenderer fail instead of printing it wrongly escaped.
 
@@ -100,7 +101,9 @@ func stripBranch(b *parse.BranchNode) error {
 }
 
 // htmlView returns v with every string the HTML template may print
-// escaped as html/template would.
+// escaped as html/template would. Only an HTML template the compiler
+// refuses is executed on it: a compiled one escapes each string as it
+// prints it (writeEscapedHTML), which builds no escaped copy of the view.
 func htmlView(v *view) *view {
 	h := *v
 	for _, s := range []*string{&h.Subject, &h.Lang, &h.Dir, &h.Start, &h.End, &h.Week, &h.Range, &h.Zone, &h.Greeting, &h.Type, &h.Version} {

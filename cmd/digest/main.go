@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 	_ "time/tzdata" // the zones of DIGEST_TZ, also in a minimal image
@@ -15,6 +16,7 @@ import (
 var version = "dev"
 
 func main() {
+	defaultGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], &Env{
 		Getenv: os.Getenv,
@@ -25,4 +27,19 @@ func main() {
 	})
 	stop()
 	os.Exit(code)
+}
+
+// gcPercent is the garbage collector's target when GOGC is unset: the heap
+// may grow to three times what is live between collections, not two. A
+// run's live heap is flat (about 14 MiB, whatever the week's size), so this
+// buys 5-8% less CPU per digest for about 8 MiB more peak RSS (48 MiB at a
+// million customers; docs/scaling.md). GOGC, and GOMEMLIMIT, still rule
+// when set.
+const gcPercent = 200
+
+// defaultGC sets the collector's target to gcPercent unless GOGC is set.
+func defaultGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }

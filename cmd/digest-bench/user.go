@@ -21,22 +21,25 @@ Measures the digest binary as the user runs it. Seeds N customers with
 "digest seed" into a fresh schema of the PostgreSQL database named by
 --database-url (or DIGEST_DATABASE_URL), starts a null SMTP server in a
 process of its own ("digest-bench null-smtp": it discards every message,
-counts them and keeps the first), then alternates R times:
+counts them and keeps the median-sized of the first 201), then alternates
+R times:
 
   digest run    the real binary, ledger emptied before each run,
                 DIGEST_CONCURRENCY=C, its database connections named
                 application_name=digest-bench-run-<id>-<n>
   plain loop    "digest-bench plain-loop", a process of its own: go-mail
-                sending the first digest the server received (the same
-                text, HTML and headers), as many messages as the run sent,
+                sending that digest (a real one the run sent, as long as
+                its typical one: same text, HTML and headers), as many
+                messages as the run sent,
                 over C connections to the same server process
 
 It prints each run and the medians: messages/s, the ratio of the medians,
 CPU per message of the sending process, the SMTP server process and the
 run's PostgreSQL backends (from /proc/PID/stat: the server must run on this
 machine), the ledger tables' bytes and the WAL written per digest
-(cluster-wide: other clients' writes count too), the sending process's peak RSS (ru_maxrss), the CPU busy cores (the
-three processes' CPU time over the wall time) and the 1-minute load
+(cluster-wide: other clients' writes count too), the sending process's
+peak RSS (ru_maxrss), the CPU busy cores (the three processes' CPU time
+over the wall time) and the 1-minute load
 average at the end of each run. For each job run it then prints where each
 pipeline stage spent the run (the summary's stages: busy, waiting for
 input, blocked on output); --trace DIR keeps a Go execution trace of each.
@@ -108,8 +111,8 @@ func nullSMTP(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
-	keep := fs.String("keep-first", "", "write the first message received to this file")
-	const help = `Usage: digest-bench null-smtp [--addr HOST:PORT] [--keep-first FILE]
+	keep := fs.String("keep", "", "write the median-sized of the first 201 messages received to this file")
+	const help = `Usage: digest-bench null-smtp [--addr HOST:PORT] [--keep FILE]
 
 An SMTP server that accepts and discards every message (the server process
 of "digest-bench user"). It prints "listening ADDR", answers each "count"

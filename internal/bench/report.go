@@ -61,7 +61,7 @@ func (r *Result) Print(w io.Writer) error {
 // machine is shared: read each number next to it).
 func (r *UserResult) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the first digest the null server received)\n",
+	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the median-sized of the first digests the null server received)\n",
 		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
 	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tpeak RSS MiB\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
 	row := func(name string, s Sample) {

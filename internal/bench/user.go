@@ -166,8 +166,9 @@ const ledgerTables = `receipts, receipt_events, snapshot_pins, observations, pru
 
 // MeasureUser seeds the week with "digest seed", starts the null SMTP
 // server process, then alternates "digest run" (the ledger emptied before
-// each) and the plain go-mail loop sending the first digest the server
-// received, as many messages as the job sent, over as many connections.
+// each) and the plain go-mail loop sending the median-sized of the first
+// digests the server received (see ServeNullSMTP), as many messages as the
+// job sent, over as many connections.
 func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return UserResult{}, err

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,27 +21,21 @@ import (
 )
 
 // ServeNullSMTP is the null SMTP server process ("digest-bench
-// null-smtp"): it accepts every message on addr and discards it, keeping
-// the first one in the file keepFirst when set. It writes "listening
-// ADDR" to out, then answers each "count" line of in with "count N cpu
-// NS": the messages received so far and the CPU time (user + system,
-// nanoseconds) the process used so far. It stops at the end of in.
-func ServeNullSMTP(addr, keepFirst string, in io.Reader, out io.Writer) error {
-	var (
-		count atomic.Int64
-		kept  atomic.Bool
-	)
+// null-smtp"): it accepts every message on addr and discards it. With keep
+// set it keeps the first keepSample messages and writes the one of median
+// size to the file keep (once keepSample have come, or at the first
+// "count" after at least one): the message the plain loop sends, one real
+// digest as long as the run's typical one, not whichever came first
+// (digests are 6-10 KB, by their rows and language, and the plain loop's
+// cost follows its message's size). It writes "listening ADDR" to out,
+// then answers each "count" line of in with "count N cpu NS": the messages
+// received so far and the CPU time (user + system, nanoseconds) the
+// process used so far. It stops at the end of in.
+func ServeNullSMTP(addr, keep string, in io.Reader, out io.Writer) error {
+	var count atomic.Int64
+	kept := &keptSample{file: keep}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
-		return keepingSession{count: &count, keep: func(r io.Reader) (bool, error) {
-			if keepFirst == "" || !kept.CompareAndSwap(false, true) {
-				return false, nil
-			}
-			b, err := io.ReadAll(r)
-			if err == nil {
-				err = os.WriteFile(keepFirst, b, 0o600)
-			}
-			return true, err
-		}}, nil
+		return keepingSession{count: &count, keep: kept.add}, nil
 	}))
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
@@ -56,12 +51,69 @@ func ServeNullSMTP(addr, keepFirst string, in io.Reader, out io.Writer) error {
 	for sc.Scan() {
 		switch sc.Text() {
 		case "count":
+			if err := kept.write(); err != nil {
+				fmt.Fprintf(out, "error: %v\n", err)
+				continue
+			}
 			fmt.Fprintf(out, "count %d cpu %d\n", count.Load(), processCPU())
 		default:
 			fmt.Fprintf(out, "error: unknown command %q\n", sc.Text())
 		}
 	}
 	return sc.Err()
+}
+
+// keepSample is how many messages the null server keeps to choose the
+// plain loop's from: enough for a stable median, a few MiB at most.
+const keepSample = 201
+
+// keptSample holds the first keepSample messages until the median one is
+// written to file.
+type keptSample struct {
+	file    string
+	mu      sync.Mutex
+	msgs    [][]byte
+	written bool
+}
+
+// add keeps r's message while the sample is not full, and writes the
+// median once it is. It reports whether it read r.
+func (k *keptSample) add(r io.Reader) (bool, error) {
+	if k.file == "" {
+		return false, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.written || len(k.msgs) >= keepSample {
+		return false, nil
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return true, err
+	}
+	k.msgs = append(k.msgs, b)
+	if len(k.msgs) == keepSample {
+		return true, k.writeLocked()
+	}
+	return true, nil
+}
+
+// write writes the median of what is kept, if it is not written yet.
+func (k *keptSample) write() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.writeLocked()
+}
+
+func (k *keptSample) writeLocked() error {
+	if k.file == "" || k.written || len(k.msgs) == 0 {
+		return nil
+	}
+	k.written = true
+	msgs := slices.Clone(k.msgs)
+	slices.SortStableFunc(msgs, func(a, b []byte) int { return len(a) - len(b) })
+	k.msgs = nil
+	return os.WriteFile(k.file, msgs[len(msgs)/2], 0o600)
 }
 
 type keepingSession struct {
@@ -93,8 +145,8 @@ type nullProcess struct {
 	mu   sync.Mutex
 }
 
-func startNullProcess(self, keepFirst string) (*nullProcess, error) {
-	cmd := exec.Command(self, "null-smtp", "--addr", "127.0.0.1:0", "--keep-first", keepFirst)
+func startNullProcess(self, keep string) (*nullProcess, error) {
+	cmd := exec.Command(self, "null-smtp", "--addr", "127.0.0.1:0", "--keep", keep)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -19,6 +19,9 @@ type Store interface {
 	// Migrate applies pending migrations. It is safe to run twice and from
 	// two processes at once.
 	Migrate(ctx context.Context) error
+	// MigrateDownTo rolls the schema back to version (1 or more), undoing
+	// each later migration, newest first, under Migrate's lock.
+	MigrateDownTo(ctx context.Context, version int64) error
 
 	// List returns receipts matching f, ordered by key, at most f.Limit.
 	List(ctx context.Context, f ListFilter) ([]Receipt, error)

@@ -27,14 +27,9 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err := db.QueryRowContext(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	// Advisory locks are database-wide; keying by schema keeps test schemas
-	// (and tenants in separate schemas) from waiting on one another.
-	h := fnv.New64a()
-	h.Write([]byte("digest.migrate:" + schema))
-	// Poll every second for up to ten minutes (goose's default polls every 5 s).
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64())), lock.WithLockTimeout(1, 600))
+	locker, err := migrationLocker(schema)
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return err
 	}
 	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
 		return err
@@ -55,4 +50,37 @@ func (s *Store) ensurePartitionsAhead(ctx context.Context) {
 		s.ensurePartitionLogged(ctx, w)
 		w = w.Next()
 	}
+}
+
+// migrationLocker is the session lock Migrate and MigrateDownTo hold.
+// Advisory locks are database-wide; keying by schema keeps test schemas
+// (and tenants in separate schemas) from waiting on one another. It polls
+// every second for up to ten minutes (goose's default polls every 5 s).
+func migrationLocker(schema string) (lock.SessionLocker, error) {
+	h := fnv.New64a()
+	h.Write([]byte("digest.migrate:" + schema))
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64())), lock.WithLockTimeout(1, 600))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return locker, nil
+}
+
+// MigrateDownTo rolls the schema back to version, under Migrate's lock:
+// what an operator runs, with this version's binary, before rolling the
+// image back past a migration the older binary cannot run on (00006
+// partitions receipts; the binaries before it claim ON CONFLICT (key)).
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) (err error) {
+	defer classify(&err)
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	var schema string
+	if err := db.QueryRowContext(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	locker, err := migrationLocker(schema)
+	if err != nil {
+		return err
+	}
+	return migrate.DownTo(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, version, goose.WithSessionLocker(locker))
 }

@@ -111,6 +111,18 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	return migrate.Up(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, goose.WithSessionLocker(locker))
 }
 
+// MigrateDownTo rolls the schema back to version, under Migrate's lock.
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) (err error) {
+	defer classify(&err)
+	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer db.Close()
+	locker := &fileLocker{path: s.path + "-migrate-lock"}
+	return migrate.DownTo(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, version, goose.WithSessionLocker(locker))
+}
+
 // fileLocker is a goose session locker for SQLite: an exclusive
 // transaction on a separate small database file. The operating system
 // releases it if the process dies.

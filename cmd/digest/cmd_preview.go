@@ -57,7 +57,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 	defer wv.close()
 	var found *digest.Message
 	var empty bool
-	err = wv.each(ctx, func(d *digest.Digest, msg *digest.Message) bool {
+	err = wv.each(ctx, []string{*customer}, func(d *digest.Digest, msg *digest.Message) bool {
 		if d.Customer.ID != *customer {
 			return true
 		}
@@ -177,11 +177,13 @@ func (wv *weekView) pinned(ctx context.Context, store ledger.Store) error {
 	return nil
 }
 
-// each builds and renders the week's digests in customer id order and
-// calls fn with each until it returns false. A record the source cannot
-// read is skipped.
-func (wv *weekView) each(ctx context.Context, fn func(*digest.Digest, *digest.Message) bool) error {
-	q := digest.SourceQuery{Week: wv.spec.Week, Location: wv.spec.Location, AsOf: wv.asOf}
+// each builds and renders the week's digests in customer id order, of
+// the customers listed (nil: all), and calls fn with each until it returns
+// false. A record the source cannot read is skipped. The PostgreSQL source
+// finds listed customers by primary key, so a preview reads one customer,
+// not the week up to it.
+func (wv *weekView) each(ctx context.Context, customers []string, fn func(*digest.Digest, *digest.Message) bool) error {
+	q := digest.SourceQuery{Week: wv.spec.Week, Location: wv.spec.Location, AsOf: wv.asOf, Customers: customers}
 	for rec, err := range wv.source.Records(ctx, q) {
 		var bad *digest.BadRecordError
 		if errors.As(err, &bad) {
@@ -189,6 +191,9 @@ func (wv *weekView) each(ctx context.Context, fn func(*digest.Digest, *digest.Me
 		}
 		if err != nil {
 			return fmt.Errorf("read source: %w", err)
+		}
+		if !q.Wants(rec.Customer.ID) {
+			continue // a source that does not filter customers itself
 		}
 		d, err := digest.Build(rec, wv.spec)
 		if err != nil {

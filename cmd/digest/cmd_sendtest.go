@@ -52,7 +52,7 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	}
 	defer wv.close()
 	var msgs []*digest.Message
-	err = wv.each(ctx, func(d *digest.Digest, msg *digest.Message) bool {
+	err = wv.each(ctx, nil, func(d *digest.Digest, msg *digest.Message) bool {
 		if !d.Empty() {
 			msgs = append(msgs, msg)
 		}

@@ -556,7 +556,7 @@ func TestPodsAreRestricted(t *testing.T) {
 // secretFiles are the *_FILE variables (and PGPASSFILE) each command
 // needs, and so the only keys of the Secret its pods may mount.
 var secretFiles = map[string][]string{
-	"run":     {"DIGEST_HMAC_KEYS_FILE", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_POSTMARK_TOKEN_FILE", "PGPASSFILE"},
+	"run":     {"DIGEST_HMAC_KEYS_FILE", "DIGEST_UNSUBSCRIBE_KEYS_FILE", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_POSTMARK_TOKEN_FILE", "PGPASSFILE"},
 	"prune":   {"PGPASSFILE"},
 	"migrate": {"PGPASSFILE"},
 }

@@ -163,7 +163,14 @@ func sendData(text *textproto.Conn, content []byte) (string, gomail.SendErrReaso
 	if err != nil {
 		return "", gomail.ErrSMTPData, err
 	}
-	// Cmd flushed the command, so the buffer is empty and a content larger
+	return sendContent(text, content)
+}
+
+// sendContent writes content after the server's 354 to DATA, sent
+// sequentially (sendData) or pipelined (sendEnvelope), and reads the reply
+// to its final dot; its stages are sendData's after DATA.
+func sendContent(text *textproto.Conn, content []byte) (string, gomail.SendErrReason, error) {
+	// The command was flushed, so the buffer is empty and a content larger
 	// than it goes straight to the connection; a smaller one goes by Flush.
 	if _, err := text.W.Write(content); err != nil {
 		return "", gomail.ErrWriteContent, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,8 @@ func TestSendClassifiesFaults(t *testing.T) {
 		{name: "drop at MAIL", fault: fault{at: atMail, action: drop}, want: digest.ClassTemporary},
 		{name: "drop at RCPT", fault: fault{at: atRcpt, action: drop}, want: digest.ClassTemporary},
 		{name: "drop after data before reply", fault: fault{at: atData, action: drop}, want: digest.ClassAmbiguous},
-		{name: "slow at MAIL past timeout", fault: fault{at: atMail, action: hang}, timeout: 300 * time.Millisecond, want: digest.ClassTemporary},
-		{name: "slow final reply past timeout", fault: fault{at: atData, action: hang}, timeout: 300 * time.Millisecond, want: digest.ClassAmbiguous},
+		{name: "slow at MAIL past timeout", fault: fault{at: atMail, action: hang}, timeout: time.Second, want: digest.ClassTemporary},
+		{name: "slow final reply past timeout", fault: fault{at: atData, action: hang}, timeout: time.Second, want: digest.ClassAmbiguous},
 		{name: "error after acceptance", fault: fault{at: atReset, action: drop}, accepted: true, delivered: 1},
 	}
 	for _, code := range []int{421, 451, 452} {
@@ -53,36 +54,64 @@ func TestSendClassifiesFaults(t *testing.T) {
 			})
 		}
 	}
+	// Each case with MAIL, RCPT and DATA pipelined (go-smtp has
+	// PIPELINING) and one command at a time (a server without it).
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			srv := startSMTP(t, c.fault)
-			m := newMailer(t, srv.addr, func(cfg *smtp.Config) {
-				if c.timeout > 0 {
-					cfg.Timeout = c.timeout
+		for _, pipelining := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/pipelining=%v", c.name, pipelining), func(t *testing.T) {
+				t.Parallel()
+				srv := startSMTP(t, c.fault)
+				srv.noPipe.Store(!pipelining)
+				m := newMailer(t, srv.addr, func(cfg *smtp.Config) {
+					if c.timeout > 0 {
+						cfg.Timeout = c.timeout
+					}
+				})
+				ref, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
+				if c.accepted {
+					if err != nil || ref == "" {
+						t.Fatalf("Send = %q, %v; want accepted with a reference", ref, err)
+					}
+				} else {
+					var se *digest.SendError
+					if !errors.As(err, &se) {
+						t.Fatalf("Send error = %v (%T); want *digest.SendError", err, err)
+					}
+					if strings.Contains(err.Error(), "ada@example.net") {
+						t.Errorf("error %q names the recipient", err)
+					}
+					if se.Class != c.want {
+						t.Fatalf("class = %s, want %s (err: %v)", se.Class, c.want, err)
+					}
 				}
+				if got := len(srv.messages()); got != c.delivered {
+					t.Fatalf("server stored %d messages, want %d", got, c.delivered)
+				}
+				wantPipelined(t, srv, pipelining)
 			})
-			ref, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
-			if c.accepted {
-				if err != nil || ref == "" {
-					t.Fatalf("Send = %q, %v; want accepted with a reference", ref, err)
-				}
-			} else {
-				var se *digest.SendError
-				if !errors.As(err, &se) {
-					t.Fatalf("Send error = %v (%T); want *digest.SendError", err, err)
-				}
-				if strings.Contains(err.Error(), "ada@example.net") {
-					t.Errorf("error %q names the recipient", err)
-				}
-				if se.Class != c.want {
-					t.Fatalf("class = %s, want %s (err: %v)", se.Class, c.want, err)
-				}
+		}
+	}
+}
+
+// wantPipelined fails t unless every MAIL the server read came with its
+// RCPT and DATA in one Read (pipelined in one write), or, when pipelined
+// is false, every command came alone.
+func wantPipelined(t *testing.T, srv *testServer, pipelined bool) {
+	t.Helper()
+	mails := 0
+	for _, verbs := range srv.readTogether() {
+		if !pipelined && len(verbs) > 1 {
+			t.Fatalf("a server without PIPELINING read %v at once", verbs)
+		}
+		if pipelined && slices.Contains(verbs, "MAIL") {
+			mails++
+			if i := slices.Index(verbs, "MAIL"); !slices.Equal(verbs[i:min(i+3, len(verbs))], []string{"MAIL", "RCPT", "DATA"}) {
+				t.Fatalf("the server read %v at once; want MAIL, RCPT and DATA together", verbs)
 			}
-			if got := len(srv.messages()); got != c.delivered {
-				t.Fatalf("server stored %d messages, want %d", got, c.delivered)
-			}
-		})
+		}
+	}
+	if pipelined && mails == 0 {
+		t.Fatal("the server read no MAIL")
 	}
 }
 

@@ -323,8 +323,9 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 }
 
 // exchange sends msg on client: NOOP first when check is set, then MAIL,
-// RCPT, DATA and the content, and returns the server's reply to the end of
-// DATA as the reference, or the stage that failed and its error. It is
+// RCPT and DATA (in one write when the server has PIPELINING: sendEnvelope)
+// and the content, and returns the server's reply to the end of DATA as
+// the reference, or the stage that failed and its error. It is
 // go-mail's Client.Send without its per-message NOOP and its RSET after
 // each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
 // so the next MAIL needs no RSET; and after any failure the connection is
@@ -358,15 +359,28 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 		return "", gomail.ErrWriteContent, err
 	}
 	defer putDataBuffer(content)
-	if err := client.Mail(from); err != nil {
-		return "", gomail.ErrSMTPMailFrom, err
-	}
-	for _, rcpt := range rcpts {
-		if err := client.Rcpt(rcpt); err != nil {
-			return "", gomail.ErrSMTPRcptTo, err
+	var (
+		reply string
+		stage gomail.SendErrReason
+	)
+	if pipelining, _ := client.Extension("PIPELINING"); pipelining {
+		// MAIL, RCPT and DATA in one write: one round trip, not three,
+		// before the content (sendEnvelope).
+		if stage, err := sendEnvelope(client.Text, mailCommand(client, from), rcpts); err != nil {
+			return "", stage, err
 		}
+		reply, stage, err = sendContent(client.Text, content.b)
+	} else {
+		if err := client.Mail(from); err != nil {
+			return "", gomail.ErrSMTPMailFrom, err
+		}
+		for _, rcpt := range rcpts {
+			if err := client.Rcpt(rcpt); err != nil {
+				return "", gomail.ErrSMTPRcptTo, err
+			}
+		}
+		reply, stage, err = sendData(client.Text, content.b)
 	}
-	reply, stage, err := sendData(client.Text, content.b)
 	if err != nil {
 		return "", stage, err
 	}

@@ -54,9 +54,11 @@ type testServer struct {
 	release chan struct{}
 	faulted atomic.Int64
 	no8bit  atomic.Bool // hide 8BITMIME from EHLO replies
+	noPipe  atomic.Bool // hide PIPELINING from EHLO replies
 
 	mu       sync.Mutex
 	commands map[string]int // by verb, as read from the clients (see countConn)
+	reads    [][]string     // the verbs of the command lines each Read ended, when any
 	raw      [][]byte       // the content of each DATA as it came on the wire, final dot included
 	received []received
 	conns    []net.Conn
@@ -148,11 +150,22 @@ func (c *countConn) Write(b []byte) (int, error) {
 	if c.s.no8bit.Load() {
 		b = bytes.ReplaceAll(b, []byte("8BITMIME"), []byte("XBITMIME"))
 	}
+	if c.s.noPipe.Load() {
+		b = bytes.ReplaceAll(b, []byte("PIPELINING"), []byte("XIPELINING"))
+	}
 	return c.Conn.Write(b)
 }
 
 func (c *countConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	var verbs []string
+	defer func() {
+		if len(verbs) > 0 {
+			c.s.mu.Lock()
+			c.s.reads = append(c.s.reads, verbs)
+			c.s.mu.Unlock()
+		}
+	}()
 	for _, ch := range b[:n] {
 		if ch != '\n' {
 			c.line = append(c.line, ch)
@@ -172,6 +185,7 @@ func (c *countConn) Read(b []byte) (int, error) {
 			verb, _, _ := strings.Cut(line, " ")
 			verb = strings.ToUpper(verb)
 			c.content = verb == "DATA"
+			verbs = append(verbs, verb)
 			c.s.mu.Lock()
 			c.s.commands[verb]++
 			c.s.mu.Unlock()
@@ -179,6 +193,14 @@ func (c *countConn) Read(b []byte) (int, error) {
 		c.line = c.line[:0]
 	}
 	return n, err
+}
+
+// readTogether returns the verbs of the command lines each Read of the
+// server ended: commands pipelined in one write come in one Read.
+func (s *testServer) readTogether() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]string(nil), s.reads...)
 }
 
 // rawData returns the content of each DATA the server read, as sent.

@@ -21,7 +21,7 @@ import (
 // The mailer writes after DATA exactly the bytes that go-mail's writer
 // wrote for the same message and server (Msg.WriteTo through textproto's
 // dotWriter): the same headers, parts, encodings, dot-stuffing and final
-// dot, with and without 8BITMIME.
+// dot, with and without 8BITMIME, with the commands pipelined or not.
 func TestSendWritesWhatGoMailsDataWriterWrote(t *testing.T) {
 	t.Parallel()
 	from := digest.Address{Name: "Weekly Digest", Email: "digest@example.com"}
@@ -38,9 +38,11 @@ func TestSendWritesWhatGoMailsDataWriterWrote(t *testing.T) {
 		"text-only, test send, unsubscribe": {Key: testKey("k1", 'f'), To: digest.Address{Email: "t@example.net"}, Subject: "t",
 			Text: "no newline at the end", Test: true, Unsubscribe: "https://example.com/u?t=1"},
 	}
-	for _, eightBit := range []bool{true, false} {
+	for _, mode := range []struct{ eightBit, pipelining bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		eightBit := mode.eightBit
 		srv := startSMTP(t, fault{})
 		srv.no8bit.Store(!eightBit)
+		srv.noPipe.Store(!mode.pipelining)
 		m := newMailer(t, srv.addr, func(c *smtp.Config) {
 			c.Now = func() time.Time { return sendTime }
 			c.ListUnsubscribe = "<mailto:u@example.com>"
@@ -56,9 +58,10 @@ func TestSendWritesWhatGoMailsDataWriterWrote(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("8BITMIME %v, %s: the server read\n%q\nwant\n%q", eightBit, name, got, want)
+				t.Errorf("8BITMIME %v, PIPELINING %v, %s: the server read\n%q\nwant\n%q", eightBit, mode.pipelining, name, got, want)
 			}
 		}
+		wantPipelined(t, srv, mode.pipelining)
 	}
 }
 

@@ -324,7 +324,8 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 
 // exchange sends msg on client: NOOP first when check is set, then MAIL,
 // RCPT and DATA (in one write when the server has PIPELINING: sendEnvelope)
-// and the content, and returns the server's reply to the end of DATA as
+// and the content, or, when it also has CHUNKING, MAIL, RCPT and the
+// content in one BDAT, all in one write (sendChunked), and returns the server's reply to the end of DATA as
 // the reference, or the stage that failed and its error. It is
 // go-mail's Client.Send without its per-message NOOP and its RSET after
 // each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
@@ -354,7 +355,14 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	// takes, so that the server's transaction is not held open while it is
 	// and the content goes out in one write.
 	eightBitMIME, _ := client.Extension("8BITMIME")
-	content, err := composeData(msg, eightBitMIME)
+	pipelining, _ := client.Extension("PIPELINING")
+	chunking, _ := client.Extension("CHUNKING")
+	chunked := pipelining && chunking
+	compose := composeData
+	if chunked {
+		compose = composeChunk
+	}
+	content, err := compose(msg, eightBitMIME)
 	if err != nil {
 		return "", gomail.ErrWriteContent, err
 	}
@@ -363,14 +371,20 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 		reply string
 		stage gomail.SendErrReason
 	)
-	if pipelining, _ := client.Extension("PIPELINING"); pipelining {
+	switch {
+	case chunked:
+		// The commands and the content in one write, and one round trip
+		// in all (sendChunked); but then a reply lost, even MAIL's, is
+		// ambiguous.
+		reply, stage, err = sendChunked(client.Text, mailCommand(client, from), rcpts, content.b)
+	case pipelining:
 		// MAIL, RCPT and DATA in one write: one round trip, not three,
 		// before the content (sendEnvelope).
 		if stage, err := sendEnvelope(client.Text, mailCommand(client, from), rcpts); err != nil {
 			return "", stage, err
 		}
 		reply, stage, err = sendContent(client.Text, content.b)
-	} else {
+	default:
 		if err := client.Mail(from); err != nil {
 			return "", gomail.ErrSMTPMailFrom, err
 		}

@@ -309,7 +309,10 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			// The server closed the pooled connection (or is closing it: 421)
 			// before the message's content went out: nothing was sent, so the
 			// same message may go on a new connection, if the lease leaves
-			// the time a send may take.
+			// the time a send may take. With BDAT the content went out with
+			// MAIL, so only a 421 to MAIL or RCPT gets here, and only when
+			// that refusal left nothing to deliver (sendChunked); a lost
+			// reply there is ambiguous, never reusable.
 			if left := time.Until(deadline); bounded && left < m.WorstCase() {
 				return "", temporary(fmt.Errorf("%w (stale connection; %s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
 			}

@@ -279,6 +279,16 @@ func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
 // reply, which is as unambiguous as a failed NOOP (see sendOn).
 const idleCheck = 30 * time.Second
 
+// chunkIdle is how long a pooled connection may stay unused and still
+// carry its next message as BDAT (sendChunked). BDAT writes the content
+// with MAIL, so a server that closed the connection while it was idle,
+// without a 421, cannot be told from one that took the message and lost
+// its reply: the send is ambiguous (a look-up, or a hold). A connection
+// idle longer sends the DATA way (sendEnvelope), where such a close fails
+// MAIL before any content went out and the message goes on a new
+// connection. In a run, connections are reused within milliseconds.
+const chunkIdle = time.Second
+
 func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -297,7 +307,8 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			return "", temporary(fmt.Errorf("set deadline: %w", err))
 		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-		ref, stage, err := m.exchange(c.smtp, msg, !fresh && m.now().Sub(c.used) >= idleCheck)
+		idle := m.now().Sub(c.used)
+		ref, stage, err := m.exchange(c.smtp, msg, !fresh && idle >= idleCheck, fresh || idle < chunkIdle)
 		stop()
 		_ = raw.limit(time.Time{})
 		if err == nil {
@@ -327,7 +338,8 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 
 // exchange sends msg on client: NOOP first when check is set, then MAIL,
 // RCPT and DATA (in one write when the server has PIPELINING: sendEnvelope)
-// and the content, or, when it also has CHUNKING, MAIL, RCPT and the
+// and the content, or, when it also has CHUNKING and chunkOK is set (a
+// fresh connection, or one used within chunkIdle), MAIL, RCPT and the
 // content in one BDAT, all in one write (sendChunked), and returns the server's reply to the end of DATA as
 // the reference, or the stage that failed and its error. It is
 // go-mail's Client.Send without its per-message NOOP and its RSET after
@@ -336,7 +348,7 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 // dropped, never reset and reused. And the content is composed once,
 // dot-stuffed, and written whole (composeData, sendData), not a byte at a
 // time through go-mail's DATA writer.
-func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (string, gomail.SendErrReason, error) {
+func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK bool) (string, gomail.SendErrReason, error) {
 	if check {
 		if err := client.Noop(); err != nil {
 			return "", gomail.ErrConnCheck, err
@@ -360,7 +372,7 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	eightBitMIME, _ := client.Extension("8BITMIME")
 	pipelining, _ := client.Extension("PIPELINING")
 	chunking, _ := client.Extension("CHUNKING")
-	chunked := pipelining && chunking
+	chunked := pipelining && chunking && chunkOK // see chunkIdle
 	compose := composeData
 	if chunked {
 		compose = composeChunk

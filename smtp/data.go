@@ -19,9 +19,14 @@ import (
 // becomes CRLF (the 8bit parts end their lines with LF alone), a CR not
 // followed by LF is left as it is, and end writes the terminator that
 // dotWriter.Close writes.
+//
+// With raw set (composeChunk) it does the same but for the dots: BDAT
+// content is sent as is (RFC 3030), so no line is stuffed, and end only
+// ends the last line.
 type dataBuffer struct {
 	b     []byte
 	state int
+	raw   bool
 }
 
 // The states of dotWriter, with the same meaning.
@@ -39,7 +44,7 @@ func (d *dataBuffer) Write(p []byte) (int, error) {
 	for i := 0; i < len(p); {
 		switch d.state {
 		case dataBegin, dataBeginLine:
-			if p[i] == '.' {
+			if p[i] == '.' && !d.raw {
 				d.b = append(d.b, '.')
 			}
 			d.state = dataMid
@@ -88,8 +93,20 @@ func nextLF(p []byte, i int) int {
 }
 
 // end appends what dotWriter.Close writes: the end of the last line, when
-// it has not ended, and the final dot.
+// it has not ended, and the final dot; for a raw buffer, only the end of
+// the last line, so that the chunk is what the server keeps of the DATA
+// content once it has removed the stuffing and the final dot.
 func (d *dataBuffer) end() {
+	if d.raw {
+		switch d.state {
+		case dataBeginLine:
+		case dataCR:
+			d.b = append(d.b, '\n')
+		default:
+			d.b = append(d.b, '\r', '\n')
+		}
+		return
+	}
 	switch d.state {
 	case dataBeginLine:
 		d.b = append(d.b, ".\r\n"...)
@@ -108,7 +125,7 @@ var dataBuffers = sync.Pool{New: func() any { return &dataBuffer{b: make([]byte,
 
 func getDataBuffer() *dataBuffer {
 	d := dataBuffers.Get().(*dataBuffer)
-	d.b, d.state = d.b[:0], dataBegin
+	d.b, d.state, d.raw = d.b[:0], dataBegin, false
 	return d
 }
 
@@ -124,6 +141,16 @@ func putDataBuffer(d *dataBuffer) {
 // as built: a later attempt, on a new connection, chooses again for its
 // server.
 func composeData(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
+	return compose(msg, eightBitMIME, false)
+}
+
+// composeChunk is composeData for BDAT (sendChunked): the same lines, not
+// dot-stuffed and without the final dot.
+func composeChunk(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
+	return compose(msg, eightBitMIME, true)
+}
+
+func compose(msg *gomail.Msg, eightBitMIME, raw bool) (*dataBuffer, error) {
 	changed := encodeFor8BitMIME(msg, eightBitMIME)
 	defer func() {
 		for _, p := range changed {
@@ -131,6 +158,7 @@ func composeData(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
 		}
 	}()
 	d := getDataBuffer()
+	d.raw = raw
 	if _, err := msg.WriteTo(d); err != nil {
 		putDataBuffer(d)
 		return nil, err

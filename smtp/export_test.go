@@ -35,3 +35,6 @@ func DotWriterData(from digest.Address, listUnsubscribe string, m *digest.Messag
 	}
 	return buf.Bytes(), nil
 }
+
+// ChunkIdle is chunkIdle, for the tests of package smtp_test.
+const ChunkIdle = chunkIdle

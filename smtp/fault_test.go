@@ -115,6 +115,26 @@ func wantPipelined(t *testing.T, srv *testServer, pipelined bool) {
 	}
 }
 
+// wantChunked fails t unless every MAIL the server read came in one Read
+// with its RCPT, its BDAT and the whole chunk (countConn records a chunk
+// once its last byte is read, so a Read that ends with BDAT's line has
+// not ended with the chunk: the next Read must hold all of it).
+func wantChunked(t *testing.T, srv *testServer) {
+	t.Helper()
+	mails := 0
+	for _, verbs := range srv.readTogether() {
+		if i := slices.Index(verbs, "MAIL"); i >= 0 {
+			mails++
+			if !slices.Equal(verbs[i:], []string{"MAIL", "RCPT", "BDAT"}) {
+				t.Fatalf("the server read %v at once; want MAIL, RCPT and BDAT together", verbs)
+			}
+		}
+	}
+	if mails == 0 {
+		t.Fatal("the server read no MAIL")
+	}
+}
+
 func TestSendConnectionRefusedIsTemporary(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -279,6 +279,16 @@ func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
 // reply, which is as unambiguous as a failed NOOP (see sendOn).
 const idleCheck = 30 * time.Second
 
+// chunkIdle is how long a pooled connection may stay unused and still
+// carry its next message as BDAT (sendChunked). BDAT writes the content
+// with MAIL, so a server that closed the connection while it was idle,
+// without a 421, cannot be told from one that took the message and lost
+// its reply: the send is ambiguous (a look-up, or a hold). A connection
+// idle longer sends the DATA way (sendEnvelope), where such a close fails
+// MAIL before any content went out and the message goes on a new
+// connection. In a run, connections are reused within milliseconds.
+const chunkIdle = time.Second
+
 func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -297,7 +307,8 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			return "", temporary(fmt.Errorf("set deadline: %w", err))
 		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-		ref, stage, err := m.exchange(c.smtp, msg, !fresh && m.now().Sub(c.used) >= idleCheck)
+		idle := m.now().Sub(c.used)
+		ref, stage, err := m.exchange(c.smtp, msg, !fresh && idle >= idleCheck, fresh || idle < chunkIdle)
 		stop()
 		_ = raw.limit(time.Time{})
 		if err == nil {
@@ -309,7 +320,10 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			// The server closed the pooled connection (or is closing it: 421)
 			// before the message's content went out: nothing was sent, so the
 			// same message may go on a new connection, if the lease leaves
-			// the time a send may take.
+			// the time a send may take. With BDAT the content went out with
+			// MAIL, so only a 421 to MAIL or RCPT gets here, and only when
+			// that refusal left nothing to deliver (sendChunked); a lost
+			// reply there is ambiguous, never reusable.
 			if left := time.Until(deadline); bounded && left < m.WorstCase() {
 				return "", temporary(fmt.Errorf("%w (stale connection; %s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
 			}
@@ -324,7 +338,9 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 
 // exchange sends msg on client: NOOP first when check is set, then MAIL,
 // RCPT and DATA (in one write when the server has PIPELINING: sendEnvelope)
-// and the content, and returns the server's reply to the end of DATA as
+// and the content, or, when it also has CHUNKING and chunkOK is set (a
+// fresh connection, or one used within chunkIdle), MAIL, RCPT and the
+// content in one BDAT, all in one write (sendChunked), and returns the server's reply to the end of DATA as
 // the reference, or the stage that failed and its error. It is
 // go-mail's Client.Send without its per-message NOOP and its RSET after
 // each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
@@ -332,7 +348,7 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 // dropped, never reset and reused. And the content is composed once,
 // dot-stuffed, and written whole (composeData, sendData), not a byte at a
 // time through go-mail's DATA writer.
-func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (string, gomail.SendErrReason, error) {
+func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK bool) (string, gomail.SendErrReason, error) {
 	if check {
 		if err := client.Noop(); err != nil {
 			return "", gomail.ErrConnCheck, err
@@ -354,7 +370,14 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 	// takes, so that the server's transaction is not held open while it is
 	// and the content goes out in one write.
 	eightBitMIME, _ := client.Extension("8BITMIME")
-	content, err := composeData(msg, eightBitMIME)
+	pipelining, _ := client.Extension("PIPELINING")
+	chunking, _ := client.Extension("CHUNKING")
+	chunked := pipelining && chunking && chunkOK // see chunkIdle
+	compose := composeData
+	if chunked {
+		compose = composeChunk
+	}
+	content, err := compose(msg, eightBitMIME)
 	if err != nil {
 		return "", gomail.ErrWriteContent, err
 	}
@@ -363,14 +386,20 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check bool) (s
 		reply string
 		stage gomail.SendErrReason
 	)
-	if pipelining, _ := client.Extension("PIPELINING"); pipelining {
+	switch {
+	case chunked:
+		// The commands and the content in one write, and one round trip
+		// in all (sendChunked); but then a reply lost, even MAIL's, is
+		// ambiguous.
+		reply, stage, err = sendChunked(client.Text, mailCommand(client, from), rcpts, content.b)
+	case pipelining:
 		// MAIL, RCPT and DATA in one write: one round trip, not three,
 		// before the content (sendEnvelope).
 		if stage, err := sendEnvelope(client.Text, mailCommand(client, from), rcpts); err != nil {
 			return "", stage, err
 		}
 		reply, stage, err = sendContent(client.Text, content.b)
-	} else {
+	default:
 		if err := client.Mail(from); err != nil {
 			return "", gomail.ErrSMTPMailFrom, err
 		}

@@ -31,6 +31,34 @@ func mailCommand(client *gosmtp.Client, from string) string {
 	return cmd
 }
 
+// checkLines refuses an address with CR or LF, which would end its command
+// early and start another (command injection), as go-mail's Client.Mail
+// and Client.Rcpt do.
+func checkLines(mail string, rcpts []string) (gomail.SendErrReason, error) {
+	if strings.ContainsAny(mail, "\r\n") {
+		return gomail.ErrSMTPMailFrom, errLineBreak
+	}
+	for _, r := range rcpts {
+		if strings.ContainsAny(r, "\r\n") {
+			return gomail.ErrSMTPRcptTo, errLineBreak
+		}
+	}
+	return 0, nil
+}
+
+// appendEnvelope appends the MAIL command and one RCPT per recipient, each
+// with its CRLF, to b.
+func appendEnvelope(b []byte, mail string, rcpts []string) []byte {
+	b = append(b, mail...)
+	b = append(b, "\r\n"...)
+	for _, r := range rcpts {
+		b = append(b, "RCPT TO:"...)
+		b = append(b, r...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
 // sendEnvelope sends MAIL, one RCPT per recipient and DATA in one write
 // (RFC 2920 PIPELINING: the server must have advertised it), then reads
 // their replies in order. It returns nil when the server took every
@@ -46,23 +74,12 @@ func mailCommand(client *gosmtp.Client, from string) string {
 // lost, the deadline passed) ends the reading: the caller drops the
 // connection after any failure.
 func sendEnvelope(text *textproto.Conn, mail string, rcpts []string) (gomail.SendErrReason, error) {
-	if strings.ContainsAny(mail, "\r\n") {
-		return gomail.ErrSMTPMailFrom, errLineBreak
-	}
-	for _, r := range rcpts {
-		if strings.ContainsAny(r, "\r\n") {
-			return gomail.ErrSMTPRcptTo, errLineBreak
-		}
+	if stage, err := checkLines(mail, rcpts); err != nil {
+		return stage, err
 	}
 	// The commands fit text's buffer: Flush writes them at once.
 	w := text.W
-	_, _ = w.WriteString(mail)
-	_, _ = w.WriteString("\r\n")
-	for _, r := range rcpts {
-		_, _ = w.WriteString("RCPT TO:")
-		_, _ = w.WriteString(r)
-		_, _ = w.WriteString("\r\n")
-	}
+	_, _ = w.Write(appendEnvelope(w.AvailableBuffer(), mail, rcpts))
 	_, _ = w.WriteString("DATA\r\n")
 	if err := w.Flush(); err != nil {
 		return gomail.ErrSMTPMailFrom, err

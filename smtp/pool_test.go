@@ -132,3 +132,39 @@ func TestSendPooledConnection421AtMailRedials(t *testing.T) {
 	// server read (and refused) too.
 	wantCommands(t, srv, map[string]int{"EHLO": 2, "MAIL": 3, "RCPT": 3, "DATA": 3})
 }
+
+// With CHUNKING, a fresh connection and one used within chunkIdle carry the
+// message as BDAT; one idle longer sends it the DATA way, so that a server
+// that closed it meanwhile fails MAIL before any content went out (not
+// ambiguous), and the message goes once on a new connection.
+func TestSendChunksOnlyOnARecentlyUsedConnection(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t, fault{})
+	srv.chunking.Store(true)
+	clk := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	m := newMailer(t, srv.addr, func(c *smtp.Config) { c.Now = clk.Now })
+	send := func(c byte) {
+		t.Helper()
+		if _, err := m.Send(ctxT(t), testMessage(testKey("k1", c))); err != nil {
+			t.Fatalf("send %c: %v", c, err)
+		}
+	}
+	send('a') // fresh: BDAT
+	clk.add(smtp.ChunkIdle / 2)
+	send('b') // recent: BDAT
+	wantCommands(t, srv, map[string]int{"EHLO": 1, "MAIL": 2, "RCPT": 2, "BDAT": 2})
+	clk.add(smtp.ChunkIdle)
+	send('c') // idle: DATA
+	wantCommands(t, srv, map[string]int{"EHLO": 1, "MAIL": 3, "RCPT": 3, "BDAT": 2, "DATA": 1})
+
+	// Closed by the server while idle: the DATA way finds it dead before
+	// any content (its MAIL reaches no session), and the message goes once
+	// on a new connection, fresh, so as BDAT.
+	clk.add(smtp.ChunkIdle)
+	srv.closeSessions(t)
+	send('d')
+	if msgs := srv.messages(); len(msgs) != 4 {
+		t.Fatalf("server stored %d messages, want 4 (each once)", len(msgs))
+	}
+	wantCommands(t, srv, map[string]int{"EHLO": 2, "MAIL": 4, "RCPT": 4, "BDAT": 3, "DATA": 1})
+}

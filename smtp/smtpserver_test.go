@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,11 +56,15 @@ type testServer struct {
 	faulted atomic.Int64
 	no8bit  atomic.Bool // hide 8BITMIME from EHLO replies
 	noPipe  atomic.Bool // hide PIPELINING from EHLO replies
+	// chunking shows go-smtp's CHUNKING in EHLO replies; hidden by
+	// default, so that a test says which path (DATA or BDAT) it is for.
+	chunking atomic.Bool
 
 	mu       sync.Mutex
 	commands map[string]int // by verb, as read from the clients (see countConn)
 	reads    [][]string     // the verbs of the command lines each Read ended, when any
 	raw      [][]byte       // the content of each DATA as it came on the wire, final dot included
+	chunks   [][]byte       // the content of each BDAT as it came on the wire
 	received []received
 	conns    []net.Conn
 	logouts  chan struct{}
@@ -144,6 +149,7 @@ type countConn struct {
 	line    []byte
 	content bool
 	raw     []byte
+	chunk   int // the bytes of a BDAT chunk still to come
 }
 
 func (c *countConn) Write(b []byte) (int, error) {
@@ -152,6 +158,9 @@ func (c *countConn) Write(b []byte) (int, error) {
 	}
 	if c.s.noPipe.Load() {
 		b = bytes.ReplaceAll(b, []byte("PIPELINING"), []byte("XIPELINING"))
+	}
+	if !c.s.chunking.Load() {
+		b = bytes.ReplaceAll(b, []byte("CHUNKING"), []byte("XHUNKING"))
 	}
 	return c.Conn.Write(b)
 }
@@ -167,6 +176,16 @@ func (c *countConn) Read(b []byte) (int, error) {
 		}
 	}()
 	for _, ch := range b[:n] {
+		if c.chunk > 0 {
+			c.raw = append(c.raw, ch)
+			if c.chunk--; c.chunk == 0 {
+				c.s.mu.Lock()
+				c.s.chunks = append(c.s.chunks, c.raw)
+				c.s.mu.Unlock()
+				c.raw = nil
+			}
+			continue
+		}
 		if ch != '\n' {
 			c.line = append(c.line, ch)
 			continue
@@ -185,6 +204,10 @@ func (c *countConn) Read(b []byte) (int, error) {
 			verb, _, _ := strings.Cut(line, " ")
 			verb = strings.ToUpper(verb)
 			c.content = verb == "DATA"
+			if verb == "BDAT" {
+				size, _, _ := strings.Cut(strings.TrimPrefix(line[len(verb):], " "), " ")
+				c.chunk, _ = strconv.Atoi(size)
+			}
 			verbs = append(verbs, verb)
 			c.s.mu.Lock()
 			c.s.commands[verb]++
@@ -208,6 +231,13 @@ func (s *testServer) rawData() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.raw...)
+}
+
+// rawChunks returns the content of each BDAT the server read.
+func (s *testServer) rawChunks() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.chunks...)
 }
 
 func (s *testServer) messages() []received {

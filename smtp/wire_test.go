@@ -38,11 +38,16 @@ func TestSendWritesWhatGoMailsDataWriterWrote(t *testing.T) {
 		"text-only, test send, unsubscribe": {Key: testKey("k1", 'f'), To: digest.Address{Email: "t@example.net"}, Subject: "t",
 			Text: "no newline at the end", Test: true, Unsubscribe: "https://example.com/u?t=1"},
 	}
-	for _, mode := range []struct{ eightBit, pipelining bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+	for _, mode := range []struct{ eightBit, pipelining, chunking bool }{
+		{true, true, false}, {true, false, false}, {false, true, false}, {false, false, false},
+		{true, true, true}, {false, true, true}, {true, false, true},
+	} {
 		eightBit := mode.eightBit
 		srv := startSMTP(t, fault{})
 		srv.no8bit.Store(!eightBit)
 		srv.noPipe.Store(!mode.pipelining)
+		srv.chunking.Store(mode.chunking)
+		chunked := mode.pipelining && mode.chunking
 		m := newMailer(t, srv.addr, func(c *smtp.Config) {
 			c.Now = func() time.Time { return sendTime }
 			c.ListUnsubscribe = "<mailto:u@example.com>"
@@ -52,17 +57,46 @@ func TestSendWritesWhatGoMailsDataWriterWrote(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			raw := srv.rawData()
+			if chunked {
+				raw = srv.rawChunks()
+			}
 			got := raw[len(raw)-1]
 			want, err := smtp.DotWriterData(from, "<mailto:u@example.com>", msg, sendTime, eightBit)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The server keeps DATA's content without the stuffing and the
+			// final dot, and BDAT carries just that.
+			stored := unstuff(want)
+			if chunked {
+				want = stored
+			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("8BITMIME %v, PIPELINING %v, %s: the server read\n%q\nwant\n%q", eightBit, mode.pipelining, name, got, want)
+				t.Errorf("8BITMIME %v, PIPELINING %v, CHUNKING %v, %s: the server read\n%q\nwant\n%q", eightBit, mode.pipelining, mode.chunking, name, got, want)
+			}
+			if all := srv.messages(); !bytes.Equal(all[len(all)-1].data, stored) {
+				t.Errorf("8BITMIME %v, PIPELINING %v, CHUNKING %v, %s: the server stored\n%q", eightBit, mode.pipelining, mode.chunking, name, all[len(all)-1].data)
 			}
 		}
-		wantPipelined(t, srv, mode.pipelining)
+		if n := len(srv.rawChunks()); chunked != (n > 0) {
+			t.Errorf("PIPELINING %v, CHUNKING %v: the server read %d BDAT chunks", mode.pipelining, mode.chunking, n)
+		}
+		if chunked {
+			wantChunked(t, srv)
+		} else {
+			wantPipelined(t, srv, mode.pipelining)
+		}
 	}
+}
+
+// unstuff returns DATA content as the server keeps it: without the
+// dot-stuffing and the final dot.
+func unstuff(data []byte) []byte {
+	data = bytes.TrimSuffix(data, []byte(".\r\n"))
+	if bytes.HasPrefix(data, []byte("..")) {
+		data = data[1:]
+	}
+	return bytes.ReplaceAll(data, []byte("\r\n.."), []byte("\r\n."))
 }
 
 // selfSigned returns a server certificate for 127.0.0.1 and a client
@@ -119,9 +153,7 @@ func TestSendContentGoesOverSTARTTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the server stores is the content without the dot-stuffing and
-	// the final dot.
-	want = bytes.ReplaceAll(bytes.TrimSuffix(want, []byte(".\r\n")), []byte("\r\n.."), []byte("\r\n."))
+	want = unstuff(want)
 	got := srv.messages()
 	if len(got) != 2 || !bytes.Equal(got[0].data, want) || !bytes.Equal(got[1].data, want) {
 		t.Fatalf("the server stored %d messages; want 2 of\n%q", len(got), want)

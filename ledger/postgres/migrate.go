@@ -19,7 +19,27 @@ import (
 // advisory lock, keyed by the current schema, serialises concurrent runs
 // (two pods starting at once); the loser waits, then finds nothing to do.
 // goose keeps the applied versions in goose_db_version.
-func (s *Store) Migrate(ctx context.Context) (err error) {
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.migrateTo(ctx, migrate.Latest); err != nil {
+		return err
+	}
+	s.ensurePartitionsAhead(ctx)
+	return nil
+}
+
+// MigrateDownTo rolls the schema back to version, under Migrate's lock:
+// what an operator runs, with this version's binary, before rolling the
+// image back past a migration the older binary cannot run on (00006
+// partitions receipts; the binaries before it claim ON CONFLICT (key)).
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	return s.migrateTo(ctx, version)
+}
+
+// migrateTo runs migrate.To under the migration lock. Advisory locks are
+// database-wide; keying by schema keeps test schemas (and tenants in
+// separate schemas) from waiting on one another. It polls every second
+// for up to ten minutes (goose's default polls every 5 s).
+func (s *Store) migrateTo(ctx context.Context, version int64) (err error) {
 	defer classify(&err)
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
@@ -27,15 +47,13 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	if err := db.QueryRowContext(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	locker, err := migrationLocker(schema)
+	h := fnv.New64a()
+	h.Write([]byte("digest.migrate:" + schema))
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64())), lock.WithLockTimeout(1, 600))
 	if err != nil {
-		return err
+		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := migrate.Up(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, goose.WithSessionLocker(locker)); err != nil {
-		return err
-	}
-	s.ensurePartitionsAhead(ctx)
-	return nil
+	return migrate.To(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, version, goose.WithSessionLocker(locker))
 }
 
 // ensurePartitionsAhead makes, as the role that owns receipts (a run's role
@@ -50,37 +68,4 @@ func (s *Store) ensurePartitionsAhead(ctx context.Context) {
 		s.ensurePartitionLogged(ctx, w)
 		w = w.Next()
 	}
-}
-
-// migrationLocker is the session lock Migrate and MigrateDownTo hold.
-// Advisory locks are database-wide; keying by schema keeps test schemas
-// (and tenants in separate schemas) from waiting on one another. It polls
-// every second for up to ten minutes (goose's default polls every 5 s).
-func migrationLocker(schema string) (lock.SessionLocker, error) {
-	h := fnv.New64a()
-	h.Write([]byte("digest.migrate:" + schema))
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64())), lock.WithLockTimeout(1, 600))
-	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	return locker, nil
-}
-
-// MigrateDownTo rolls the schema back to version, under Migrate's lock:
-// what an operator runs, with this version's binary, before rolling the
-// image back past a migration the older binary cannot run on (00006
-// partitions receipts; the binaries before it claim ON CONFLICT (key)).
-func (s *Store) MigrateDownTo(ctx context.Context, version int64) (err error) {
-	defer classify(&err)
-	db := stdlib.OpenDBFromPool(s.pool)
-	defer db.Close()
-	var schema string
-	if err := db.QueryRowContext(ctx, queries.Get("CurrentSchema")).Scan(&schema); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	locker, err := migrationLocker(schema)
-	if err != nil {
-		return err
-	}
-	return migrate.DownTo(ctx, goose.DialectPostgres, db, migrations.Postgres(), s.log, version, goose.WithSessionLocker(locker))
 }

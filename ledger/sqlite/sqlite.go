@@ -100,19 +100,14 @@ func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()
 // Migrate applies pending migrations with goose, holding an exclusive lock
 // on the companion file PATH-migrate-lock so that two processes migrating
 // the same file take turns.
-func (s *Store) Migrate(ctx context.Context) (err error) {
-	defer classify(&err)
-	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer db.Close()
-	locker := &fileLocker{path: s.path + "-migrate-lock"}
-	return migrate.Up(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, goose.WithSessionLocker(locker))
-}
+func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, migrate.Latest) }
 
 // MigrateDownTo rolls the schema back to version, under Migrate's lock.
-func (s *Store) MigrateDownTo(ctx context.Context, version int64) (err error) {
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	return s.migrateTo(ctx, version)
+}
+
+func (s *Store) migrateTo(ctx context.Context, version int64) (err error) {
 	defer classify(&err)
 	db, err := sql.Open("sqlite", sqliteDSN(s.path, "immediate", busyTimeout))
 	if err != nil {
@@ -120,7 +115,7 @@ func (s *Store) MigrateDownTo(ctx context.Context, version int64) (err error) {
 	}
 	defer db.Close()
 	locker := &fileLocker{path: s.path + "-migrate-lock"}
-	return migrate.DownTo(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, version, goose.WithSessionLocker(locker))
+	return migrate.To(ctx, goose.DialectSQLite3, db, migrations.SQLite(), s.log, version, goose.WithSessionLocker(locker))
 }
 
 // fileLocker is a goose session locker for SQLite: an exclusive

@@ -264,3 +264,27 @@ func TestSendEnvelopeAfterTheLeaseWritesNothing(t *testing.T) {
 		t.Fatalf("the server read %d bytes written after the deadline", n)
 	}
 }
+
+// The same for BDAT, whose one write carries the content too: after the
+// send's deadline nothing reaches the server, and since the chunk was never
+// written the failure is temporary, not ambiguous.
+func TestSendChunkedAfterTheLeaseWritesNothing(t *testing.T) {
+	t.Parallel()
+	client, server := net.Pipe()
+	t.Cleanup(func() { client.Close(); server.Close() })
+	lc := &leaseConn{Conn: client}
+	lc.cut.Store(1)
+	got := make(chan int, 1)
+	go func() {
+		_ = server.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _ := server.Read(make([]byte, 256))
+		got <- n
+	}()
+	_, stage, err := sendChunked(textproto.NewConn(lc), "MAIL FROM:<a@example.com>", []string{"<b@example.net>"}, []byte("Subject: x\r\n\r\nbody\r\n"))
+	if err == nil || digest.ClassOf(classifySMTP(stage, err)) != digest.ClassTemporary {
+		t.Fatalf("sendChunked = %v at %v; want a temporary failure", err, stage)
+	}
+	if n := <-got; n != 0 {
+		t.Fatalf("the server read %d bytes written after the deadline", n)
+	}
+}

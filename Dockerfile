@@ -44,6 +44,7 @@ LABEL org.opencontainers.image.title="digest" \
       org.opencontainers.image.source="https://github.com/weeklydigest/digest" \
       org.opencontainers.image.documentation="https://github.com/weeklydigest/digest/blob/main/docs/operations.md" \
       org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.base.name="gcr.io/distroless/static-debian12:nonroot" \
       org.opencontainers.image.base.digest="sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab"
 COPY --from=build /src/bin/digest /usr/local/bin/digest

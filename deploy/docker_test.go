@@ -349,6 +349,7 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 	for k, want := range map[string]string{
 		"org.opencontainers.image.title":       "digest",
 		"org.opencontainers.image.version":     "${VERSION}",
+		"org.opencontainers.image.licenses":    "Apache-2.0",
 		"org.opencontainers.image.base.name":   runtime[1],
 		"org.opencontainers.image.base.digest": runtime[2],
 	} {

@@ -12,8 +12,8 @@ import (
 
 // TestLimiterHoldsRateAtServer sends as fast as four connections allow
 // for about three seconds through one shared limiter and checks the
-// server's receive times: at most R+B in any one-second window, and a mean
-// of at least 0.97 R.
+// server's receive times: at most R+B in any one-second window, a mean of
+// at most R after the burst, and not far below it.
 func TestLimiterHoldsRateAtServer(t *testing.T) {
 	t.Parallel()
 	const (
@@ -78,10 +78,18 @@ func TestLimiterHoldsRateAtServer(t *testing.T) {
 	}
 	inRun := sort.Search(len(times), func(j int) bool { return !times[j].Before(stop) })
 	// What is left of the burst is spent at once at the start; after it the
-	// limiter owes R per second.
+	// limiter owes R per second. The upper bound is the limiter's promise,
+	// which no load can break; the lower one is the senders' speed, which a
+	// loaded machine slows (38.67/s of 40 measured at load 8 on two
+	// cores). So the lower bound only catches a limiter that holds the
+	// senders far below R (a rate halved, a token per burst): the measured
+	// mean is in the log.
 	mean := float64(inRun-tokens) / duration.Seconds()
-	if mean < 0.97*r {
-		t.Errorf("mean rate after the burst = %.2f/s (%d messages in %s), want >= %.2f", mean, inRun, duration, 0.97*r)
+	if mean > r*(1+float64(burst)/(r*duration.Seconds()))+1 {
+		t.Errorf("mean rate after the burst = %.2f/s (%d messages in %s), want at most R = %.0f", mean, inRun, duration, r)
+	}
+	if mean < 0.6*r {
+		t.Errorf("mean rate after the burst = %.2f/s (%d messages in %s), want >= %.2f: the limiter holds the senders back", mean, inRun, duration, 0.6*r)
 	}
 	t.Logf("%d messages in %s (%d in total), max %d in one second, mean %.2f/s after the burst", inRun, duration, len(times), maxInWindow, mean)
 }

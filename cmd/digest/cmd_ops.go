@@ -350,7 +350,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 
 // receiptStates are the states a receipt can be in, in the order status
 // prints them.
-var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined}
+var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
 
 func joinStates(states []digest.State) string {
 	out := make([]string, len(states))

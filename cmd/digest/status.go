@@ -274,8 +274,8 @@ func (ws *weekStatus) settle(c ledger.Counts, stones []digest.PruneTombstone) {
 			break
 		}
 	}
-	ws.Settled = c.ByState[digest.StateSent] + c.ByState[digest.StateFailed] + ws.PrunedReceipts
-	ws.NeedsReview = c.ByState[digest.StateHeld] + c.ByState[digest.StateQuarantined]
+	ws.Settled = c.Settled() + ws.PrunedReceipts // sent, failed, acknowledged
+	ws.NeedsReview = c.NeedsReview()
 	if ws.Expected != nil {
 		rem := max(0, *ws.Expected-ws.Settled-ws.NeedsReview)
 		ws.Remaining = &rem
@@ -342,7 +342,7 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 		if ws.NotBuilt > 0 {
 			fmt.Fprintf(tw, "not built\t%d source records (see a run's log)\n", ws.NotBuilt)
 		}
-		fmt.Fprintf(tw, "settled\t%d (sent and failed)\n", ws.Settled)
+		fmt.Fprintf(tw, "settled\t%d (sent, failed and acknowledged)\n", ws.Settled)
 		fmt.Fprintf(tw, "remaining\t%d\n", *ws.Remaining)
 		fmt.Fprintf(tw, "coverage\t%.1f%%\n", *ws.Coverage*100)
 	} else {

@@ -270,7 +270,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 		for i, o := range obs {
 			var (
 				prev, lease, next, sent *time.Time
-				key, state, fp    *string
+				key, state, fp          *string
 			)
 			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)

@@ -201,10 +201,10 @@ func DecideAcknowledge(r Receipt, unsent bool, by Action) (detail string, err er
 		return "", fmt.Errorf("%w: %s", ErrWrongState, r.State)
 	}
 	if r.Sentness() == Sent {
-		return by.Detail(AcknowledgedSent(r.ProviderRef)), nil
+		return by.Detail(Acknowledged(Sent)), nil
 	}
 	if !unsent {
 		return "", fmt.Errorf("%w (%s)", ErrNotSent, r.Sentness())
 	}
-	return by.Detail(AcknowledgedUnsent(r.Sentness())), nil
+	return by.Detail(Acknowledged(r.Sentness())), nil
 }

@@ -27,16 +27,14 @@ func ReleasedFromQuarantine(fingerprint string) string {
 	return "released from quarantine; fingerprint " + fingerprint + " adopted"
 }
 
-// AcknowledgedSent is the history text, in Action.Detail, of the
-// Acknowledge of a receipt sent as providerRef.
-func AcknowledgedSent(providerRef string) string {
-	return "acknowledged; sent as " + providerRef + ", kept as evidence, never sent again"
-}
-
-// AcknowledgedUnsent is the history text, in Action.Detail, of the
-// Acknowledge of a receipt not known to be sent, closed knowingly.
-func AcknowledgedUnsent(s Sentness) string {
-	return "acknowledged " + string(s) + "; closed knowingly, never sent again"
+// Acknowledged is the history text, in Action.Detail, of the Acknowledge
+// of a receipt whose message was as s says: sent, or (with unsent) not
+// sent or maybe sent, which the operator closes knowingly.
+func Acknowledged(s Sentness) string {
+	if s == Sent {
+		return "acknowledged (sent); never sent again"
+	}
+	return "acknowledged (" + string(s) + "), closed knowingly; never sent again"
 }
 
 // ClaimHistory is the history text of a claim that moved a receipt from

@@ -20,7 +20,7 @@ Answers "is this week done?". Reads the source as the week's first run
 pinned it (its as_of cutoff and zone; nothing is pinned, claimed or sent)
 and counts the digests a run would send: built, not empty (unless
 --send-empty, as given to the run), not suppressed, in --shard if given.
-Against them, the week's receipts by state: settled (sent or failed; a
+Against them, the week's receipts by state: settled (sent, failed or acknowledged; a
 digest found at the provider is sent), needing review (held or
 quarantined: "digest review list"), and the rest remaining; coverage is
 settled / expected. Receipts carry no type or version (their key is an

@@ -2,10 +2,13 @@ package ledgertest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
@@ -211,5 +214,58 @@ func testFailedReceiptKeepsAddressKey(t *testing.T, be Driver) {
 	list, err := s.List(ctx, ledger.ListFilter{State: digest.StateFailed, Week: week})
 	if err != nil || len(list) != 2 || list[0].AddressKey == "" || list[1].AddressKey == "" {
 		t.Fatalf("list failed: %+v %v, want both with their address keys", list, err)
+	}
+}
+
+// testAcknowledgedUndoneByDowngrade: "migrate --down-to" before the
+// acknowledged state puts an acknowledged receipt back where it was
+// (quarantined: waiting for review, as an older binary understands it),
+// with a history row saying why; migrating up again works on it.
+func testAcknowledgedUndoneByDowngrade(t *testing.T, be Driver) {
+	s, _, cfg := fresh(t, be)
+	ctx := context.Background()
+	k := keys(t, "customer_1")
+	send(t, s, k, "ref-1")
+	claim1(t, s, req(k, "fp2"))
+	if err := s.Acknowledge(ctx, k[0], false, ackBy); err != nil {
+		t.Fatal(err)
+	}
+	before := int64(5) // SQLite: 00007 made acknowledged
+	if cfg.DatabaseURL != "" {
+		before = 6 // PostgreSQL: 00008
+	}
+	if err := s.MigrateDownTo(ctx, before); err != nil {
+		t.Fatalf("migrate down to %d: %v", before, err)
+	}
+	var state, detail string
+	q := `SELECT r.state, e.detail FROM receipts r JOIN receipt_events e ON e.key = r.key
+		WHERE r.key = '` + string(k[0]) + `' ORDER BY e.id DESC LIMIT 1`
+	if cfg.DatabaseURL == "" {
+		db, err := sql.Open("sqlite", "file:"+cfg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.QueryRowContext(ctx, q).Scan(&state, &detail); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if err := conn.QueryRow(ctx, q).Scan(&state, &detail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if state != string(digest.StateQuarantined) || !strings.Contains(detail, "downgrade") {
+		t.Fatalf("after the downgrade: %q, last history %q; want quarantined, saying why", state, detail)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acknowledge(ctx, k[0], false, ackBy); err != nil {
+		t.Fatalf("acknowledge again after migrating up: %v", err)
 	}
 }

@@ -65,6 +65,7 @@ var tests = []test{
 	{"AcknowledgeWeek", testAcknowledgeWeek},
 	{"AcknowledgedIsPruned", testAcknowledgedIsPruned},
 	{"FailedReceiptKeepsAddressKey", testFailedReceiptKeepsAddressKey},
+	{"AcknowledgedUndoneByDowngrade", testAcknowledgedUndoneByDowngrade},
 	{"CountsAndList", testCountsAndList},
 	{"Prune", testPrune},
 	{"PinSnapshotCountsReceiptsByKeyID", testPinSnapshotCountsReceiptsByKeyID},

@@ -89,8 +89,8 @@ func TestPermanentFailuresTraceableToSuppression(t *testing.T) {
 
 	// The receipts: the key kept, no address.
 	ctx := context.Background()
-	rows, _ := e.Pool.Query(ctx, `SELECT coalesce(address_key, ''), coalesce(last_error, '') FROM receipts WHERE state = 'failed'`)
-	stored, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Key, Err string }])
+	rows, _ := e.Pool.Query(ctx, `SELECT key, coalesce(address_key, ''), coalesce(last_error, '') FROM receipts WHERE state = 'failed'`)
+	stored, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Receipt, Key, Err string }])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,9 @@ func TestPermanentFailuresTraceableToSuppression(t *testing.T) {
 	}
 	if len(stored) != len(refused) {
 		t.Fatalf("%d failed receipts, want %d", len(stored), len(refused))
+	}
+	if show := e.MustRun("review", "show", stored[0].Receipt); !strings.Contains(show.Stdout, "address key") || !strings.Contains(show.Stdout, stored[0].Key) {
+		t.Errorf("review show of a failed receipt lacks its address key %s:\n%s", stored[0].Key, show.Stdout)
 	}
 	list := e.MustRun("review", "list", "--state", "failed", "--week", week40s)
 	for k := range wantKeys {

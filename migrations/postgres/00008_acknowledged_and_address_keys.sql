@@ -5,7 +5,10 @@
 -- was sent. Final and settled; no claim changes it (see ledger's state
 -- diagram). The state CHECK is replaced by one that also allows it; the
 -- new CHECK is validated over every partition once, under the ALTER's
--- lock (no existing row can fail it: it allows more).
+-- lock (no existing row can fail it: it allows more). An older binary on
+-- this schema never claims or sends an acknowledged receipt; one of its
+-- claims with yet another fingerprint quarantines it again (back to
+-- review): it fails safe.
 --
 -- address_key: the recipient's address key (an HMAC of the address under
 -- the keyring's current key, as the run's logs print it; never the

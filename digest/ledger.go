@@ -26,6 +26,11 @@ const (
 	// StateQuarantined: the same key arrived with a different fingerprint.
 	// Never claimable; the original fingerprint is kept for investigation.
 	StateQuarantined State = "quarantined"
+	// StateAcknowledged is final: an operator closed a receipt that waited
+	// for review (typically quarantined after it was sent: the digest
+	// changed once the customer had it) with a recorded reason. Kept as
+	// evidence; never claimed, quarantined or sent again.
+	StateAcknowledged State = "acknowledged"
 )
 
 // Outcome is what a claim decided.
@@ -115,6 +120,10 @@ type Finish struct {
 	Reason    string // short, for the history; never customer data or secrets
 	RunID     string
 	Week      ISOWeek // as Fence.Week
+	// AddressKey, with StateFailed, is the recipient's address key
+	// (Keyring.AddressKey, an HMAC; never the address): the receipt keeps
+	// it so that a bounce can be turned into a suppression.
+	AddressKey string
 }
 
 // ErrStaleClaim means the token no longer holds the claim: its lease

@@ -34,8 +34,9 @@ func weekKeys(ctx context.Context, s Store, week digest.ISOWeek, state digest.St
 
 // BulkResult counts what a bulk action did to a week's receipts.
 type BulkResult struct {
-	Done     int // released, or marked sent
+	Done     int // released, marked sent, or acknowledged
 	NotFound int // mark-sent: the provider has no such message; left held
+	NotSent  int // acknowledge without unsent: not known to be sent (ErrNotSent); left for release
 	Skipped  int // changed by someone else meanwhile (ErrWrongState, ErrWasSent): left alone
 	Errors   int // mark-sent: the look-up could not tell; left held
 }
@@ -59,6 +60,35 @@ func ReleaseWeek(ctx context.Context, s Store, week digest.ISOWeek, state digest
 		case err == nil:
 			res.Done++
 		case errors.Is(err, ErrWrongState) || errors.Is(err, ErrWasSent) || errors.Is(err, ErrNotFound):
+			res.Skipped++
+		default:
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// AcknowledgeWeek acknowledges every receipt of week in state (held or
+// quarantined), each as Acknowledge does and with its own history event
+// carrying by. One not known to be sent is left as it is unless unsent
+// (counted NotSent); one that changed state meanwhile is skipped.
+func AcknowledgeWeek(ctx context.Context, s Store, week digest.ISOWeek, state digest.State, unsent bool, by Action) (BulkResult, error) {
+	var res BulkResult
+	if state != digest.StateHeld && state != digest.StateQuarantined {
+		return res, fmt.Errorf("%w: acknowledge state %q: want held or quarantined", ErrInvalid, state)
+	}
+	keys, err := weekKeys(ctx, s, week, state)
+	if err != nil {
+		return res, err
+	}
+	for _, k := range keys {
+		err := s.Acknowledge(ctx, k, unsent, by)
+		switch {
+		case err == nil:
+			res.Done++
+		case errors.Is(err, ErrNotSent):
+			res.NotSent++
+		case errors.Is(err, ErrWrongState) || errors.Is(err, ErrNotFound):
 			res.Skipped++
 		default:
 			return res, err

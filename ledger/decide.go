@@ -42,6 +42,13 @@ func (c *Stored) Claimable(now time.Time) bool {
 func Unclaimed(c *Stored, fingerprint string, now time.Time) digest.ClaimResult {
 	res := digest.ClaimResult{Key: c.Key}
 	switch {
+	// Acknowledged is final whatever the fingerprint: an operator closed
+	// it, so no run quarantines it again or counts it for review.
+	case c.State == digest.StateAcknowledged && !c.SentAt.IsZero():
+		res.Outcome = digest.OutcomeAlreadySent
+		res.ProviderRef, res.SentAt = c.ProviderRef, c.SentAt
+	case c.State == digest.StateAcknowledged:
+		res.Outcome = digest.OutcomeFailed // closed unsent: never retried automatically
 	case c.State == digest.StateQuarantined || c.Fingerprint != fingerprint:
 		res.Outcome = digest.OutcomeQuarantined
 	case c.State == digest.StateSent:
@@ -185,4 +192,19 @@ func DecideRelease(r Receipt, by Action) (fromQuarantine bool, detail string, er
 		return true, by.Detail(ReleasedFromQuarantine(r.ConflictFingerprint)), nil
 	}
 	return false, "", fmt.Errorf("%w: %s", ErrWrongState, r.State)
+}
+
+// DecideAcknowledge decides what Acknowledge does to r: the history text
+// of the move to acknowledged, or the error that refuses it.
+func DecideAcknowledge(r Receipt, unsent bool, by Action) (detail string, err error) {
+	if r.State != digest.StateQuarantined && r.State != digest.StateHeld {
+		return "", fmt.Errorf("%w: %s", ErrWrongState, r.State)
+	}
+	if r.Sentness() == Sent {
+		return by.Detail(Acknowledged(Sent)), nil
+	}
+	if !unsent {
+		return "", fmt.Errorf("%w (%s)", ErrNotSent, r.Sentness())
+	}
+	return by.Detail(Acknowledged(r.Sentness())), nil
 }

@@ -14,37 +14,44 @@
 // suite (package ledgertest) walks every state × trigger on each store.
 // A pair not listed leaves the receipt as it is, with no history row: a
 // claim reports why (busy, not due, already sent, held, failed,
-// quarantined), a fenced call gets digest.ErrStaleClaim, an operator
-// action ErrWrongState, ErrWasSent or ErrNotFound.
+// quarantined, or for an acknowledged receipt already sent or failed), a
+// fenced call gets digest.ErrStaleClaim, an operator action ErrWrongState,
+// ErrWasSent, ErrNotSent or ErrNotFound.
 //
-//	from         when           trigger                            to           by                history
-//	(none)       -              claim                              claimed      a run             told by the receipt
-//	(none)       -              claim with another fingerprint     claimed      a run             told by the receipt
-//	claimed      lease expired  claim                              claimed      a run             row
-//	retryable    due            claim                              claimed      a run             row
-//	claimed      -              start sending                      claimed      the claim holder  told by the receipt
-//	claimed      -              renew                              claimed      the claim holder  none
-//	claimed      -              finish sent                        sent         the claim holder  told by the receipt
-//	claimed      -              finish retryable                   retryable    the claim holder  row
-//	claimed      -              finish failed                      failed       the claim holder  row
-//	claimed      -              finish held                        held         the claim holder  row
-//	claimed      -              claim with another fingerprint     quarantined  a run             row
-//	sent         -              claim with another fingerprint     quarantined  a run             row
-//	retryable    -              claim with another fingerprint     quarantined  a run             row
-//	failed       -              claim with another fingerprint     quarantined  a run             row
-//	held         -              claim with another fingerprint     quarantined  a run             row
-//	held         -              release                            retryable    an operator       row
-//	held         -              mark sent                          sent         an operator       row
-//	quarantined  never sent     release                            retryable    an operator       row
-//	sent         not run since  prune                              (none)       an operator       none
-//	failed       not run since  prune                              (none)       an operator       none
-//	sent         not run since  prune naming held and quarantined  (none)       an operator       none
-//	failed       not run since  prune naming held and quarantined  (none)       an operator       none
-//	held         not run since  prune naming held and quarantined  (none)       an operator       none
-//	quarantined  not run since  prune naming held and quarantined  (none)       an operator       none
+//	from          when           trigger                            to            by                history
+//	(none)        -              claim                              claimed       a run             told by the receipt
+//	(none)        -              claim with another fingerprint     claimed       a run             told by the receipt
+//	claimed       lease expired  claim                              claimed       a run             row
+//	retryable     due            claim                              claimed       a run             row
+//	claimed       -              start sending                      claimed       the claim holder  told by the receipt
+//	claimed       -              renew                              claimed       the claim holder  none
+//	claimed       -              finish sent                        sent          the claim holder  told by the receipt
+//	claimed       -              finish retryable                   retryable     the claim holder  row
+//	claimed       -              finish failed                      failed        the claim holder  row
+//	claimed       -              finish held                        held          the claim holder  row
+//	claimed       -              claim with another fingerprint     quarantined   a run             row
+//	sent          -              claim with another fingerprint     quarantined   a run             row
+//	retryable     -              claim with another fingerprint     quarantined   a run             row
+//	failed        -              claim with another fingerprint     quarantined   a run             row
+//	held          -              claim with another fingerprint     quarantined   a run             row
+//	held          -              release                            retryable     an operator       row
+//	held          -              mark sent                          sent          an operator       row
+//	quarantined   never sent     release                            retryable     an operator       row
+//	quarantined   was sent       acknowledge                        acknowledged  an operator       row
+//	quarantined   -              acknowledge naming unsent          acknowledged  an operator       row
+//	held          -              acknowledge naming unsent          acknowledged  an operator       row
+//	sent          not run since  prune                              (none)        an operator       none
+//	failed        not run since  prune                              (none)        an operator       none
+//	acknowledged  not run since  prune                              (none)        an operator       none
+//	sent          not run since  prune naming held and quarantined  (none)        an operator       none
+//	failed        not run since  prune naming held and quarantined  (none)        an operator       none
+//	acknowledged  not run since  prune naming held and quarantined  (none)        an operator       none
+//	held          not run since  prune naming held and quarantined  (none)        an operator       none
+//	quarantined   not run since  prune naming held and quarantined  (none)        an operator       none
 //
 // "when" narrows the from-state: lease expired (lease_expires_at <= now),
-// due (next_attempt_at <= now), never sent (no sent_at), not run since
+// due (next_attempt_at <= now), never sent (no sent_at), was sent (sent_at
+// set), not run since
 // (last updated before the prune's cutoff, in a week no run started since
 // the cutoff); "-" is any. "the claim holder" is the run whose token still
 // fences the receipt: its lease may have expired, as long as nobody took
@@ -64,7 +71,7 @@
 // replaces an earlier one (a claim taken over or claimed again after its
 // send started) writes a row for the earlier start, so no start is lost.
 // Takeovers, retries, retryable, failed and held finishes, quarantines,
-// releases and mark-sent all write rows.
+// releases, mark-sent and acknowledgements all write rows.
 //
 // # Decisions this package makes
 //
@@ -107,9 +114,19 @@
 // started; a quarantined row that was sent is never released (ErrWasSent):
 // the customer got a different digest, which is for a person to resolve.
 //
-// Prune removes receipts last updated before a cutoff, with their events,
-// and observations recorded before it; held and quarantined receipts only
-// when asked. Snapshot pins are never pruned: a backfill must rebuild the
+// Acknowledge. That person closes it with Acknowledge: the receipt becomes
+// acknowledged, a final state that keeps both fingerprints, the sent time
+// and the provider reference as evidence and the operator's who and why
+// in its history. It counts as settled (Counts.Settled), is pruned like a
+// sent one, and no claim changes it, whatever its fingerprint: a run
+// reports it already sent (or, closed unsent, failed), and never
+// quarantines it again. A quarantined receipt that was never sent, or a
+// held one (maybe sent), is refused with ErrNotSent, since release is what
+// gets the customer their digest; naming unsent closes it knowingly.
+//
+// Prune removes settled receipts (sent, failed, acknowledged) last updated
+// before a cutoff, with their events, and observations recorded before
+// it; held and quarantined receipts only when asked. Snapshot pins are never pruned: a backfill must rebuild the
 // same digest.
 //
 // Time comes from Config.Now; nothing in this package calls time.Now for a
@@ -118,7 +135,7 @@
 // # Errors
 //
 // A request the ledger refuses gets one of its errors (ErrInvalid,
-// ErrNotFound, ErrWrongState, ErrWasSent), or digest.ErrStaleClaim per
+// ErrNotFound, ErrWrongState, ErrWasSent, ErrNotSent), or digest.ErrStaleClaim per
 // element; a driver's error leaves a store as a DriverError whose Class
 // says what the caller can do: ClassConflict (a concurrent transaction
 // won; nothing changed; try again), ClassTransient (the database could not

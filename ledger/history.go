@@ -27,6 +27,16 @@ func ReleasedFromQuarantine(fingerprint string) string {
 	return "released from quarantine; fingerprint " + fingerprint + " adopted"
 }
 
+// Acknowledged is the history text, in Action.Detail, of the Acknowledge
+// of a receipt whose message was as s says: sent, or (with unsent) not
+// sent or maybe sent, which the operator closes knowingly.
+func Acknowledged(s Sentness) string {
+	if s == Sent {
+		return "acknowledged (sent); never sent again"
+	}
+	return "acknowledged (" + string(s) + "), closed knowingly; never sent again"
+}
+
 // ClaimHistory is the history text of a claim that moved a receipt from
 // from ("" for a new receipt) to to.
 func ClaimHistory(from, to digest.State, maybeSent bool) string {

@@ -34,6 +34,14 @@ type Store interface {
 	Release(ctx context.Context, key digest.Key, by Action) error
 	// MarkSent records that a held receipt was in fact sent, as providerRef.
 	MarkSent(ctx context.Context, key digest.Key, providerRef string, by Action) error
+	// Acknowledge closes a quarantined receipt that was sent (its digest
+	// changed after the customer got it): it becomes acknowledged, kept
+	// with its fingerprints, sent time and provider reference as
+	// evidence, settled, never claimed or quarantined again. A quarantined
+	// or held receipt not known to be sent gets ErrNotSent (release is
+	// what sends it) unless unsent says the operator closes it knowingly;
+	// other states give ErrWrongState.
+	Acknowledge(ctx context.Context, key digest.Key, unsent bool, by Action) error
 	// Counts counts the receipts of a week by state, with the ages of the
 	// oldest claimed and oldest retryable ones.
 	Counts(ctx context.Context, week digest.ISOWeek) (Counts, error)
@@ -98,7 +106,10 @@ var (
 	// ErrWrongState: the receipt's state does not allow the operation.
 	ErrWrongState = errors.New("receipt is in the wrong state for this operation")
 	// ErrWasSent: a quarantined receipt that was sent is never released.
-	ErrWasSent = errors.New("quarantined receipt was already sent; it stays quarantined")
+	ErrWasSent = errors.New("quarantined receipt was already sent; it stays quarantined (acknowledge closes it)")
+	// ErrNotSent: a receipt not known to be sent is not acknowledged
+	// unless the operator says so: release sends it.
+	ErrNotSent = errors.New("receipt was not sent, or maybe not: release it so the next run sends it, or acknowledge naming unsent to close it unsent")
 	// ErrInvalid: a request is malformed (a programming error).
 	ErrInvalid = errors.New("invalid ledger request")
 )
@@ -136,6 +147,33 @@ type Receipt struct {
 	FirstRunID          string // the first claim's run, once a later claim or quarantine replaced RunID; else empty
 	Week                string
 	UpdatedAt           time.Time
+	// AddressKey is the recipient's address key (an HMAC) of a receipt
+	// that failed permanently (digest.Finish.AddressKey); else empty.
+	AddressKey string
+}
+
+// Sentness is whether a receipt's message reached the provider, as far as
+// the ledger knows: review decisions turn on it (see Receipt.Sentness).
+type Sentness string
+
+const (
+	Sent      Sentness = "sent"       // the provider accepted it (sent_at)
+	MaybeSent Sentness = "maybe sent" // a send may have reached the provider; nobody could tell
+	NotSent   Sentness = "not sent"   // no send reached the provider
+)
+
+// Sentness tells whether r's message was sent: sent once a send was
+// recorded (in any state since, quarantined or acknowledged included);
+// maybe sent when held, marked maybe sent, or claimed after its send
+// started; otherwise not sent.
+func (r Receipt) Sentness() Sentness {
+	switch {
+	case !r.SentAt.IsZero():
+		return Sent
+	case r.State == digest.StateHeld || r.MaybeSent || r.State == digest.StateClaimed && r.SendStarted:
+		return MaybeSent
+	}
+	return NotSent
 }
 
 // Event is one transition in a receipt's history.
@@ -181,10 +219,32 @@ type Counts struct {
 	OldestRetryable time.Duration // age of the oldest retryable receipt; 0 if none
 }
 
+// SettledStates are the final states: nothing more happens to such a
+// receipt unless its content changes (and an acknowledged one not even
+// then). ReviewStates wait for an operator.
+var (
+	SettledStates = []digest.State{digest.StateSent, digest.StateFailed, digest.StateAcknowledged}
+	ReviewStates  = []digest.State{digest.StateHeld, digest.StateQuarantined}
+)
+
+// Settled counts the receipts in SettledStates.
+func (c Counts) Settled() int64 { return c.sum(SettledStates) }
+
+// NeedsReview counts the receipts in ReviewStates.
+func (c Counts) NeedsReview() int64 { return c.sum(ReviewStates) }
+
+func (c Counts) sum(states []digest.State) int64 {
+	var n int64
+	for _, s := range states {
+		n += c.ByState[s]
+	}
+	return n
+}
+
 // PruneRequest selects what Prune removes.
 //
-// Only settled receipts go: sent and failed ones (and held or quarantined
-// ones when named). A claimed receipt (a run holds it, or held it and
+// Only settled receipts go: sent, failed and acknowledged ones (and held
+// or quarantined ones when named). A claimed receipt (a run holds it, or held it and
 // crashed, perhaps mid-send) and a retryable one (perhaps maybe-sent) are
 // live evidence and are kept whatever their age, as is every receipt of a
 // week whose run started at or after Before (Ledger.StartWeek).
@@ -203,7 +263,7 @@ type PruneRequest struct {
 // prunableStates are the states Prune may remove: an allow-list, so that a
 // state added later is kept until someone decides otherwise.
 func (p PruneRequest) PrunableStates() []string {
-	states := []string{string(digest.StateSent), string(digest.StateFailed)}
+	states := []string{string(digest.StateSent), string(digest.StateFailed), string(digest.StateAcknowledged)}
 	if p.IncludeHeld {
 		states = append(states, string(digest.StateHeld))
 	}

@@ -19,6 +19,8 @@ const (
 	TriggerFinishHeld              Trigger = "finish held"                    // Finish, State held
 	TriggerRelease                 Trigger = "release"                        // Release
 	TriggerMarkSent                Trigger = "mark sent"                      // MarkSent
+	TriggerAcknowledge             Trigger = "acknowledge"                    // Acknowledge of a receipt that was sent
+	TriggerAcknowledgeUnsent       Trigger = "acknowledge naming unsent"      // Acknowledge with unsent: also one not known to be sent
 	TriggerPrune                   Trigger = "prune"                          // Prune past the receipt's last update
 	TriggerPruneHeldAndQuarantined Trigger = "prune naming held and quarantined"
 )
@@ -27,7 +29,8 @@ const (
 var Triggers = []Trigger{
 	TriggerClaim, TriggerClaimOtherFingerprint, TriggerStartSending, TriggerRenew,
 	TriggerFinishSent, TriggerFinishRetryable, TriggerFinishFailed, TriggerFinishHeld,
-	TriggerRelease, TriggerMarkSent, TriggerPrune, TriggerPruneHeldAndQuarantined,
+	TriggerRelease, TriggerMarkSent, TriggerAcknowledge, TriggerAcknowledgeUnsent,
+	TriggerPrune, TriggerPruneHeldAndQuarantined,
 }
 
 // Actor is who may cause a transition.
@@ -36,7 +39,7 @@ type Actor string
 const (
 	ActorRun      Actor = "a run"            // any run claiming the digest
 	ActorHolder   Actor = "the claim holder" // the run whose token still fences the receipt
-	ActorOperator Actor = "an operator"      // digest review, release, mark-sent, prune
+	ActorOperator Actor = "an operator"      // digest review release, mark-sent, acknowledge; prune
 )
 
 // Condition narrows a state: a transition that names one happens only
@@ -48,11 +51,11 @@ const (
 	LeaseExpired Condition = "lease expired" // claimed, lease_expires_at <= now
 	Due          Condition = "due"           // retryable, next_attempt_at <= now
 	NeverSent    Condition = "never sent"    // quarantined, no sent_at
+	WasSent      Condition = "was sent"      // quarantined after it was sent (sent_at set)
 	NotRunSince  Condition = "not run since" // last updated before the cutoff, its week not run since
 	SendStarted  Condition = "send started"  // claimed, StartSending called (used by the walk only)
 	LeaseLive    Condition = "lease live"    // claimed, lease not yet expired (used by the walk only)
 	NotDue       Condition = "not due"       // retryable, before next_attempt_at (used by the walk only)
-	WasSent      Condition = "was sent"      // quarantined after it was sent (used by the walk only)
 )
 
 // absentState is the From or To of a transition that has no receipt.
@@ -112,10 +115,15 @@ var Transitions = []Transition{
 	{digest.StateHeld, Always, TriggerRelease, digest.StateRetryable, ActorOperator, RowWritten, ""},
 	{digest.StateHeld, Always, TriggerMarkSent, digest.StateSent, ActorOperator, RowWritten, ""},
 	{digest.StateQuarantined, NeverSent, TriggerRelease, digest.StateRetryable, ActorOperator, RowWritten, ""},
+	{digest.StateQuarantined, WasSent, TriggerAcknowledge, digest.StateAcknowledged, ActorOperator, RowWritten, ""},
+	{digest.StateQuarantined, Always, TriggerAcknowledgeUnsent, digest.StateAcknowledged, ActorOperator, RowWritten, ""},
+	{digest.StateHeld, Always, TriggerAcknowledgeUnsent, digest.StateAcknowledged, ActorOperator, RowWritten, ""},
 	{digest.StateSent, NotRunSince, TriggerPrune, absentState, ActorOperator, RowNone, ""},
 	{digest.StateFailed, NotRunSince, TriggerPrune, absentState, ActorOperator, RowNone, ""},
+	{digest.StateAcknowledged, NotRunSince, TriggerPrune, absentState, ActorOperator, RowNone, ""},
 	{digest.StateSent, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateFailed, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateAcknowledged, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 }

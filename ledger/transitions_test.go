@@ -18,13 +18,13 @@ func diagram() []string {
 		}
 		return s
 	}
-	lines := []string{fmt.Sprintf("%-12s %-14s %-34s %-12s %-17s %s", "from", "when", "trigger", "to", "by", "history")}
+	lines := []string{fmt.Sprintf("%-13s %-14s %-34s %-13s %-17s %s", "from", "when", "trigger", "to", "by", "history")}
 	for _, tr := range ledger.Transitions {
 		when := string(tr.When)
 		if when == "" {
 			when = "-"
 		}
-		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-12s %-14s %-34s %-12s %-17s %s",
+		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-13s %-14s %-34s %-13s %-17s %s",
 			orNone(string(tr.From)), when, tr.Trigger, orNone(string(tr.To)), tr.By, tr.Row), " "))
 	}
 	return lines

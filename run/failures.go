@@ -99,16 +99,24 @@ func (f *failureKinds) snapshot() map[string]int {
 	return maps.Clone(f.n)
 }
 
-// noteFailure counts a failed send and logs the first of its kind, with the
-// digest's key and the cause (the recipient's address redacted).
+// noteFailure counts a failed send and logs it, with the digest's key, the
+// recipient's address key and the cause (the address redacted). A
+// permanent failure is logged every time: each is a customer whose address
+// bounces, which the runbook turns into a suppression by its address key,
+// and they are few (a server refusing everyone fails at the preflight or
+// as fatal instead). Other kinds are logged the first time only: a week
+// against a broken server makes a few lines, not one per digest.
 func (p *pass) noteFailure(it *item, err error) {
 	r := p.runner
 	kind := failureKind(err)
-	if !r.failures.note(kind) {
-		return
-	}
-	r.Config.Logger.Warn("send failed; later failures of this kind are only counted (summary: failures)",
-		slog.String("kind", kind), slog.String("key", string(it.claim.Key)),
+	first := r.failures.note(kind)
+	attrs := []any{slog.String("kind", kind), slog.String("key", string(it.claim.Key)),
 		slog.String("address_key", r.Keyring.AddressKey(it.msg.To.Email)),
-		slog.String("err", digest.RedactAddress(err.Error(), it.msg.To.Email)))
+		slog.String("err", digest.RedactAddress(err.Error(), it.msg.To.Email))}
+	switch {
+	case digest.ClassOf(err) == digest.ClassPermanent:
+		r.Config.Logger.Warn("send failed permanently; not retried (a bounce: see the runbook's suppression)", attrs...)
+	case first:
+		r.Config.Logger.Warn("send failed; later failures of this kind are only counted (summary: failures)", attrs...)
+	}
 }

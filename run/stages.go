@@ -439,13 +439,15 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		p.halt(fmt.Errorf("%w: %w", ErrMailerUnusable, err))
 	case digest.ClassTemporary:
 		p.noteFailure(it, err)
-		it.finish = p.finishFor(it, digest.StateRetryable, err.Error())
+		// The reason goes to the ledger: without the address a reply repeats.
+		it.finish = p.finishFor(it, digest.StateRetryable, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
 	case digest.ClassPermanent:
 		p.noteFailure(it, err)
-		it.finish = p.finishFor(it, digest.StateFailed, err.Error())
-		// Each one is a customer whose address bounces: at debug, by key.
-		cfg.Logger.Debug("send failed permanently", "key", string(it.claim.Key), "address_key", r.Keyring.AddressKey(it.msg.To.Email), "err", digest.RedactAddress(err.Error(), it.msg.To.Email))
+		it.finish = p.finishFor(it, digest.StateFailed, digest.RedactAddress(err.Error(), it.msg.To.Email))
+		// The receipt keeps the address key: a bounce becomes a
+		// suppression from the ledger alone.
+		it.finish.AddressKey = r.Keyring.AddressKey(it.msg.To.Email)
 	default:
 		it.handed = true
 		if r.Lookup == nil && cfg.Ambiguous == AmbiguousHold {

@@ -10,19 +10,22 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
-// A permanent rejection is logged with the key of the address (an HMAC),
-// never the address, so it can be fed back into suppression.
+// Every permanent rejection is logged, at the shipped info level, with the
+// key of the address (an HMAC), never the address, so it can be fed back
+// into suppression; the failed receipt keeps the key too, and its last
+// error has no address.
 func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 6)
 	p := newProvider()
 	var logs bytes.Buffer
 	r := f.runner(p, p, func(c *run.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) // one line per digest at debug
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	r.Mailer = rejecting{} // whose replies repeat the address, as SMTP servers' do
 	if sum := f.run(r); sum.Failed != f.want {
@@ -52,6 +55,15 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 	}
 	if n != f.want || len(wantKeys) != f.want {
 		t.Fatalf("%d permanent-failure lines, want %d:\n%s", n, f.want, logs.String())
+	}
+	failed, err := f.store.List(context.Background(), ledger.ListFilter{State: digest.StateFailed})
+	if err != nil || len(failed) != f.want {
+		t.Fatalf("failed receipts %d (%v), want %d", len(failed), err, f.want)
+	}
+	for _, rc := range failed {
+		if !wantKeys[rc.AddressKey] || strings.Contains(rc.LastError, "@") || !strings.Contains(rc.LastError, "<address>") {
+			t.Errorf("failed receipt %s: address key %q, last error %q; want a rejected address's key and the address redacted", rc.Key, rc.AddressKey, rc.LastError)
+		}
 	}
 	// The key names the address, in any case, under the current secret.
 	want := f.kr.AddressKey("Cust_00001@Example.com")

@@ -244,6 +244,8 @@ const reviewHelp = `Usage:
   digest review release --week YYYY-Www --state held|quarantined --reason TEXT [--by NAME]
   digest review mark-sent KEY --ref PROVIDER_REF --reason TEXT [--by NAME]
   digest review mark-sent --week YYYY-Www --from-provider --reason TEXT [--by NAME]
+  digest review acknowledge KEY --reason TEXT [--unsent] [--by NAME]
+  digest review acknowledge --week YYYY-Www --state held|quarantined --reason TEXT [--unsent] [--by NAME]
 
 Operator work on receipts that wait for a person. A held receipt is a send
 that may have reached the provider when nobody could tell: find the message
@@ -254,12 +256,30 @@ under an existing key: investigate the source; release adopts the new
 content if the old one was never sent. Every action is recorded in the
 receipt's history with who and why. KEY is what "digest key" prints.
 
+"list" and "show" say per receipt whether its message was sent, maybe
+sent or not sent; the two cases need opposite actions. Sent (quarantined
+after the send: the customer's data changed once they had the digest):
+acknowledge it. The receipt becomes acknowledged, kept with both
+fingerprints, the sent time and the provider reference as evidence; it no
+longer needs review, no run sends it again or quarantines it again, and
+status counts it settled. Not sent, or maybe sent: release it (a maybe-sent
+one is looked up before it is sent again), or mark-sent a held one found at
+the provider. acknowledge refuses those unless --unsent says you close them
+knowingly: their customer then never gets this digest. "list --state
+failed" shows a failed receipt's address key (a bounce: see the runbook's
+suppression).
+
 "show" prints when the send started (kept across takeovers) and every
 send start in the history: search the provider from the first. With
 --week instead of a KEY, release and mark-sent act on every receipt of
-that week: release those in --state; mark-sent --from-provider asks the
-look-up (DIGEST_LOOKUP_URL, from the environment) about each held one,
-marks sent those it finds, and leaves the rest held.
+that week: release and acknowledge those in --state; mark-sent
+--from-provider asks the look-up (DIGEST_LOOKUP_URL, from the environment)
+about each held one, marks sent those it finds, and leaves the rest held.
+
+Exit codes: 0 done (a bulk action also when some receipts were left: it
+says how many and why), 1 the receipt is missing or in the wrong state for
+the action (acknowledge of one not known to be sent without --unsent), 2
+usage.
 
 Examples:
   digest review list
@@ -269,6 +289,8 @@ Examples:
   digest review mark-sent --week 2026-W48 --from-provider --reason "provider outage OPS-150"
   digest review release --week 2026-W48 --state held --reason "not at the provider (OPS-150)"
   digest review list --week 2026-W48 --json
+  digest review acknowledge --week 2026-W48 --state quarantined --reason "email changed after the send (OPS-160)"
+  digest review list --week 2026-W48 --state failed
 `
 
 func cmdReview(ctx context.Context, env *Env, args []string) error {
@@ -277,7 +299,8 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
 	week := fs.String("week", "", "list only this ISO week; release and mark-sent without a KEY: act on every receipt of it")
 	limit := fs.Int("limit", 100, "list at most this many of each state (the list says how many more there are)")
-	reason := fs.String("reason", "", "why (required for release and mark-sent; kept in the history)")
+	reason := fs.String("reason", "", "why (required for release, mark-sent and acknowledge; kept in the history)")
+	unsent := fs.Bool("unsent", false, "acknowledge: also close receipts not known to be sent (their customer never gets this digest; release is what sends them)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
 	ref := fs.String("ref", "", "the provider's reference of the message (mark-sent)")
 	fromProvider := fs.Bool("from-provider", false, "mark-sent --week: ask the look-up (DIGEST_LOOKUP_URL) about every held receipt of the week")
@@ -287,14 +310,15 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("want a subcommand: list, show, release or mark-sent")
+		return usagef("want a subcommand: list, show, release, mark-sent or acknowledge")
 	}
 	sub, rest := pos[0], pos[1:]
-	if !slices.Contains([]string{"list", "show", "release", "mark-sent"}, sub) {
-		return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+	if !slices.Contains([]string{"list", "show", "release", "mark-sent", "acknowledge"}, sub) {
+		return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
 	}
-	if (sub == "release" || sub == "mark-sent") && len(rest) == 0 && *week != "" {
-		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider)
+	acts := sub == "release" || sub == "mark-sent" || sub == "acknowledge"
+	if acts && len(rest) == 0 && *week != "" {
+		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent)
 	}
 	var key digest.Key
 	if sub != "list" {
@@ -309,7 +333,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	} else if *state != "" && !slices.Contains(receiptStates, digest.State(*state)) {
 		return usagef("--state %q: want one of %s", *state, joinStates(receiptStates))
 	}
-	if (sub == "release" || sub == "mark-sent") && strings.TrimSpace(*reason) == "" {
+	if acts && strings.TrimSpace(*reason) == "" {
 		return usagef("%s needs --reason: the history keeps why", sub)
 	}
 	if *by == "" {
@@ -344,13 +368,19 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		}
 		fmt.Fprintf(env.Stdout, "marked %s sent as %s\n", key, *ref)
 		return nil
+	case "acknowledge":
+		if err := store.Acknowledge(ctx, key, *unsent, act); err != nil {
+			return reviewErr(key, err)
+		}
+		fmt.Fprintf(env.Stdout, "acknowledged %s: kept as evidence, no longer needs review, never sent again\n", key)
+		return nil
 	}
-	return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)
+	return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
 }
 
 // receiptStates are the states a receipt can be in, in the order status
 // prints them.
-var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined}
+var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
 
 func joinStates(states []digest.State) string {
 	out := make([]string, len(states))
@@ -361,7 +391,7 @@ func joinStates(states []digest.State) string {
 }
 
 func reviewErr(key digest.Key, err error) error {
-	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrWrongState) || errors.Is(err, ledger.ErrWasSent) {
+	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrWrongState) || errors.Is(err, ledger.ErrWasSent) || errors.Is(err, ledger.ErrNotSent) {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("%s: %w", key, err)}
 	}
 	return err
@@ -373,13 +403,34 @@ func reviewList(ctx context.Context, env *Env, store ledger.Store, state, week s
 		return err
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSTATE\tWEEK\tATTEMPTS\tUPDATED\tLAST ERROR")
+	// The address key column only when a listed receipt has one (failed).
+	addressKeys := false
+	for _, p := range pages {
+		for _, r := range p.receipts {
+			addressKeys = addressKeys || r.AddressKey != ""
+		}
+	}
+	addrCol := func(r ledger.Receipt) string {
+		if !addressKeys {
+			return ""
+		}
+		if r.AddressKey == "" {
+			return "-\t"
+		}
+		return r.AddressKey + "\t"
+	}
+	head := "KEY\tSTATE\tSENT\tWEEK\tATTEMPTS\tUPDATED\t"
+	if addressKeys {
+		head += "ADDRESS KEY\t"
+	}
+	fmt.Fprintln(tw, head+"LAST ERROR")
 	n := 0
 	var more []string
 	for _, p := range pages {
 		for _, r := range p.receipts {
 			n++
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Key, r.State, r.Week, r.Attempts, r.UpdatedAt.UTC().Format(time.RFC3339), oneLine(r.LastError))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s%s\n", r.Key, r.State, r.Sentness(), r.Week, r.Attempts,
+				r.UpdatedAt.UTC().Format(time.RFC3339), addrCol(r), oneLine(r.LastError))
 		}
 		if p.notListed > 0 {
 			more = append(more, fmt.Sprintf("%d more %s", p.notListed, p.state))
@@ -428,12 +479,12 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 		return t.UTC().Format(time.RFC3339)
 	}
 	for _, kv := range [][2]string{
-		{"key", string(r.Key)}, {"state", string(r.State)}, {"week", r.Week}, {"fingerprint", r.Fingerprint},
+		{"key", string(r.Key)}, {"state", string(r.State)}, {"sent", sentLine(r)}, {"week", r.Week}, {"fingerprint", r.Fingerprint},
 		{"conflicting fingerprint", r.ConflictFingerprint}, {"attempts", strconv.Itoa(r.Attempts)},
 		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"send started", ts(r.SendStartedAt)},
 		{"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
 		{"next attempt", ts(r.NextAttempt)}, {"sent at", ts(r.SentAt)}, {"provider ref", r.ProviderRef},
-		{"last error", oneLine(r.LastError)}, {"run", r.RunID},
+		{"last error", oneLine(r.LastError)}, {"address key", r.AddressKey}, {"run", r.RunID},
 	} {
 		if kv[1] != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
@@ -451,6 +502,21 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 		fmt.Fprintf(tw, "%s\t%s -> %s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), from, e.To, e.RunID, oneLine(e.Detail))
 	}
 	return tw.Flush()
+}
+
+// sentLine is whether r was sent, with the action that fits where one
+// waits: the two cases of a quarantined receipt need opposite ones.
+func sentLine(r ledger.Receipt) string {
+	sent := r.Sentness()
+	switch {
+	case r.State == digest.StateQuarantined && sent == ledger.Sent:
+		return string(sent) + " (changed after the send: digest review acknowledge)"
+	case r.State == digest.StateQuarantined:
+		return string(sent) + " (digest review release)"
+	case r.State == digest.StateHeld:
+		return string(sent) + " (look it up: digest review mark-sent, or release)"
+	}
+	return string(sent)
 }
 
 func oneLine(s string) string {

@@ -12,8 +12,8 @@ import (
 )
 
 // reviewWeek runs a bulk action on one week's receipts: release --state,
-// or mark-sent --from-provider.
-func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider bool) error {
+// acknowledge --state, or mark-sent --from-provider.
+func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider, unsent bool) error {
 	w, err := digest.ParseISOWeek(week)
 	if err != nil {
 		return usagef("--week: %v", err)
@@ -27,9 +27,9 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 	act := ledger.Action{By: by, Reason: reason}
 	var lookup digest.Lookup
 	switch sub {
-	case "release":
+	case "release", "acknowledge":
 		if state != string(digest.StateHeld) && state != string(digest.StateQuarantined) {
-			return usagef("release --week needs --state held or --state quarantined: say which receipts of the week to release")
+			return usagef("%s --week needs --state held or --state quarantined: say which receipts of the week to %s", sub, sub)
 		}
 	case "mark-sent":
 		if !fromProvider || ref != "" {
@@ -47,6 +47,21 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		return err
 	}
 	defer store.Close()
+	if sub == "acknowledge" {
+		res, err := ledger.AcknowledgeWeek(ctx, store, w, digest.State(state), unsent, act)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "acknowledged %d %s receipts of %s: kept as evidence, no longer need review, never sent again", res.Done, state, w)
+		if res.NotSent > 0 {
+			fmt.Fprintf(env.Stdout, "; %d not (or maybe not) sent left %s: release them so the next run sends them, or acknowledge them naming --unsent", res.NotSent, state)
+		}
+		if res.Skipped > 0 {
+			fmt.Fprintf(env.Stdout, " (%d skipped: changed meanwhile)", res.Skipped)
+		}
+		fmt.Fprintln(env.Stdout)
+		return nil
+	}
 	if sub == "release" {
 		res, err := ledger.ReleaseWeek(ctx, store, w, digest.State(state), act)
 		if err != nil {
@@ -77,10 +92,13 @@ type listedReceipt struct {
 	State     string    `json:"state"`
 	Week      string    `json:"week"`
 	Attempts  int       `json:"attempts"`
+	Sent      string    `json:"sent"` // sent, maybe sent or not sent (ledger.Sentness)
 	MaybeSent bool      `json:"maybe_sent"`
 	SendStart time.Time `json:"send_started_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at"`
 	LastError string    `json:"last_error,omitempty"`
+	// AddressKey of a failed receipt: the bounce's address, as an HMAC.
+	AddressKey string `json:"address_key,omitempty"`
 }
 
 // reviewListJSON prints what reviewList prints, as one JSON object:
@@ -97,7 +115,8 @@ func reviewListJSON(ctx context.Context, env *Env, store ledger.Store, state, we
 	for _, p := range pages {
 		for _, r := range p.receipts {
 			out.Receipts = append(out.Receipts, listedReceipt{Key: string(r.Key), State: string(r.State), Week: r.Week,
-				Attempts: r.Attempts, MaybeSent: r.MaybeSent, SendStart: r.SendStartedAt, UpdatedAt: r.UpdatedAt, LastError: oneLine(r.LastError)})
+				Attempts: r.Attempts, Sent: string(r.Sentness()), MaybeSent: r.MaybeSent, SendStart: r.SendStartedAt, UpdatedAt: r.UpdatedAt,
+				LastError: oneLine(r.LastError), AddressKey: r.AddressKey})
 		}
 		if p.notListed > 0 {
 			out.NotListed[string(p.state)] = p.notListed

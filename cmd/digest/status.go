@@ -20,7 +20,7 @@ Answers "is this week done?". Reads the source as the week's first run
 pinned it (its as_of cutoff and zone; nothing is pinned, claimed or sent)
 and counts the digests a run would send: built, not empty (unless
 --send-empty, as given to the run), not suppressed, in --shard if given.
-Against them, the week's receipts by state: settled (sent or failed; a
+Against them, the week's receipts by state: settled (sent, failed or acknowledged; a
 digest found at the provider is sent), needing review (held or
 quarantined: "digest review list"), and the rest remaining; coverage is
 settled / expected. Receipts carry no type or version (their key is an
@@ -274,8 +274,8 @@ func (ws *weekStatus) settle(c ledger.Counts, stones []digest.PruneTombstone) {
 			break
 		}
 	}
-	ws.Settled = c.ByState[digest.StateSent] + c.ByState[digest.StateFailed] + ws.PrunedReceipts
-	ws.NeedsReview = c.ByState[digest.StateHeld] + c.ByState[digest.StateQuarantined]
+	ws.Settled = c.Settled() + ws.PrunedReceipts // sent, failed, acknowledged
+	ws.NeedsReview = c.NeedsReview()
 	if ws.Expected != nil {
 		rem := max(0, *ws.Expected-ws.Settled-ws.NeedsReview)
 		ws.Remaining = &rem
@@ -342,7 +342,7 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 		if ws.NotBuilt > 0 {
 			fmt.Fprintf(tw, "not built\t%d source records (see a run's log)\n", ws.NotBuilt)
 		}
-		fmt.Fprintf(tw, "settled\t%d (sent and failed)\n", ws.Settled)
+		fmt.Fprintf(tw, "settled\t%d (sent, failed and acknowledged)\n", ws.Settled)
 		fmt.Fprintf(tw, "remaining\t%d\n", *ws.Remaining)
 		fmt.Fprintf(tw, "coverage\t%.1f%%\n", *ws.Coverage*100)
 	} else {

@@ -127,7 +127,7 @@ func (r *Registry) WithRuntime() *Registry {
 	return r
 }
 
-var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined}
+var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
 
 // Gatherer returns the registry, for a push or a test.
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }

@@ -53,6 +53,24 @@ var situations = []situation{
 			wantOutcome(t, claim1(t, s, req(k, "fp2")), digest.OutcomeQuarantined)
 			return c
 		}, 0},
+	{"acknowledged, was sent", digest.StateAcknowledged, []ledger.Condition{ledger.WasSent},
+		func(t *testing.T, s ledger.Store, k []digest.Key) digest.ClaimResult {
+			c := send(t, s, k, "ref-sent")
+			wantOutcome(t, claim1(t, s, req(k, "fp2")), digest.OutcomeQuarantined)
+			if err := s.Acknowledge(context.Background(), c.Key, false, walkBy); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, 0},
+	{"acknowledged, never sent", digest.StateAcknowledged, []ledger.Condition{ledger.NeverSent},
+		func(t *testing.T, s ledger.Store, k []digest.Key) digest.ClaimResult {
+			c := claimOnly(t, s, k)
+			wantOutcome(t, claim1(t, s, req(k, "fp2")), digest.OutcomeQuarantined)
+			if err := s.Acknowledge(context.Background(), c.Key, true, walkBy); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, 0},
 }
 
 func claimOnly(t *testing.T, s ledger.Store, k []digest.Key) digest.ClaimResult {
@@ -134,6 +152,11 @@ func apply(ctx context.Context, s ledger.Store, k []digest.Key, c digest.ClaimRe
 		before, _, _ := s.Show(ctx, key)
 		_, detail, _ := ledger.DecideRelease(before, walkBy)
 		return detail, s.Release(ctx, key, walkBy)
+	case ledger.TriggerAcknowledge, ledger.TriggerAcknowledgeUnsent:
+		unsent := trigger == ledger.TriggerAcknowledgeUnsent
+		before, _, _ := s.Show(ctx, key)
+		detail, _ := ledger.DecideAcknowledge(before, unsent, walkBy)
+		return detail, s.Acknowledge(ctx, key, unsent, walkBy)
 	case ledger.TriggerMarkSent:
 		return ledger.MarkSentDetail(walkBy, "ref-operator"), s.MarkSent(ctx, key, "ref-operator", walkBy)
 	case ledger.TriggerPrune, ledger.TriggerPruneHeldAndQuarantined:
@@ -274,5 +297,5 @@ func refusal(err error) bool {
 	// ErrNotRenewed on PostgreSQL (its statement cannot tell a missing row
 	// from a locked one); a run never renews a receipt it has not claimed.
 	return errors.Is(err, digest.ErrStaleClaim) || errors.Is(err, digest.ErrNotRenewed) || errors.Is(err, ledger.ErrWrongState) ||
-		errors.Is(err, ledger.ErrWasSent) || errors.Is(err, ledger.ErrNotFound)
+		errors.Is(err, ledger.ErrWasSent) || errors.Is(err, ledger.ErrNotSent) || errors.Is(err, ledger.ErrNotFound)
 }

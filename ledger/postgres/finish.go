@@ -194,7 +194,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 			n := len(round)
 			keys, tokens, states, refs := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
 			nexts, maybes := make([]*time.Time, n), make([]bool, n)
-			reasons, runs, details := make([]string, n), make([]string, n), make([]string, n)
+			reasons, runs, details, addrs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 			for j, i := range round {
 				f := fs[i]
 				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
@@ -202,12 +202,12 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 					next := ledger.NextAttempt(f, now).UTC()
 					nexts[j] = &next
 				}
-				maybes[j], reasons[j], runs[j], details[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f)
+				maybes[j], reasons[j], runs[j], details[j], addrs[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f), f.AddressKey
 			}
 			if n == 1 {
-				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now, st.week}
+				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now, st.week, addrs[0]}
 			}
-			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now, st.week}
+			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now, st.week, addrs}
 		})
 }
 
@@ -269,16 +269,16 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 	read := func(br pgx.BatchResults) error {
 		for i, o := range obs {
 			var (
-				prev, lease, next *time.Time
-				key, state, fp    *string
+				prev, lease, next, sent *time.Time
+				key, state, fp          *string
 			)
-			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next); err != nil {
+			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
 			var c *ledger.Stored
 			if key != nil {
 				c = &ledger.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
-					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next)}
+					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next), SentAt: timeOrZero(sent)}
 			}
 			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: timeOrZero(prev)}
 		}

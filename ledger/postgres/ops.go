@@ -21,6 +21,7 @@ var (
 	releaseHeldSQL        = queries.Get("ReleaseHeld")
 	releaseQuarantinedSQL = queries.Get("ReleaseQuarantined")
 	markSentSQL           = queries.Get("MarkSent")
+	acknowledgeSQL        = queries.Get("Acknowledge")
 	insertEventSQL        = queries.Get("InsertEvent")
 	countByStateSQL       = queries.Get("CountByState")
 	repeatsSQL            = queries.Get("Repeats")
@@ -37,7 +38,7 @@ func scanPgReceipt(row pgx.Row) (ledger.Receipt, error) {
 	err := row.Scan(&key, &r.KeyID, &state, &r.Fingerprint, &r.ConflictFingerprint, &r.Attempts,
 		&r.Token, &lease, &r.SendStarted, &started, &r.MaybeSent, &next,
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
-		&r.RunID, &r.Week, &updated, &r.FirstRunID)
+		&r.RunID, &r.Week, &updated, &r.FirstRunID, &r.AddressKey)
 	if err != nil {
 		return ledger.Receipt{}, err
 	}
@@ -120,6 +121,22 @@ func (s *Store) MarkSent(ctx context.Context, key digest.Key, providerRef string
 			return err
 		}
 		return pgEvent(ctx, tx, key, now, r.State, digest.StateSent, ledger.MarkSentDetail(by, providerRef))
+	})
+}
+
+// Acknowledge closes a quarantined receipt that was sent, or, with
+// unsent, a quarantined or held one not known to be sent.
+func (s *Store) Acknowledge(ctx context.Context, key digest.Key, unsent bool, by ledger.Action) (err error) {
+	defer classify(&err)
+	return s.operate(ctx, key, "acknowledge", func(tx pgx.Tx, r ledger.Receipt, now time.Time) error {
+		detail, err := ledger.DecideAcknowledge(r, unsent, by)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, acknowledgeSQL, string(key), now); err != nil {
+			return err
+		}
+		return pgEvent(ctx, tx, key, now, r.State, digest.StateAcknowledged, detail)
 	})
 }
 

@@ -76,7 +76,8 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		// (ledger.ReceiptStory).
 		return ledger.Claimed(c, now), nil
 
-	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined:
+	// Acknowledged is final: no content change reopens it.
+	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined && c.State != digest.StateAcknowledged:
 		_, err := tx.ExecContext(ctx, quarantineSQL, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
 		if err != nil {
 			return digest.ClaimResult{}, err
@@ -237,7 +238,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				next = ledger.NextAttempt(f, now).UnixMicro()
 			}
 			res, err := tx.ExecContext(ctx, finishSQL,
-				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token)
+				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token, f.AddressKey)
 			if err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)
 			}

@@ -55,7 +55,10 @@ claim AS (
         first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
-    WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
+    -- Another fingerprint quarantines any receipt but a quarantined one
+    -- and an acknowledged one (final: an operator closed it, and no
+    -- content change reopens it).
+    WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state NOT IN ('quarantined', 'acknowledged')
         ELSE (r.state = 'retryable' AND r.next_attempt_at <= excluded.updated_at)
           OR (r.state = 'claimed' AND r.lease_expires_at <= excluded.updated_at) END
     RETURNING r.key, r.state, r.previous_state, r.fingerprint, r.attempts, r.claim_token,
@@ -138,7 +141,10 @@ claim AS (
         first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
         updated_at = excluded.updated_at
-    WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state <> 'quarantined'
+    -- Another fingerprint quarantines any receipt but a quarantined one
+    -- and an acknowledged one (final: an operator closed it, and no
+    -- content change reopens it).
+    WHERE CASE WHEN r.fingerprint <> excluded.fingerprint THEN r.state NOT IN ('quarantined', 'acknowledged')
         ELSE (r.state = 'retryable' AND r.next_attempt_at <= excluded.updated_at)
           OR (r.state = 'claimed' AND r.lease_expires_at <= excluded.updated_at) END
     RETURNING r.key, r.state, r.previous_state, r.fingerprint, r.attempts, r.claim_token,

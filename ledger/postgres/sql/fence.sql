@@ -66,12 +66,12 @@ SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l);
 -- name: FinishMany
 -- Ends claims, one row per Finish: $1 keys, $2 tokens, $3 new states, $4
 -- provider refs, $5 next attempts, $6 maybe sent (retryable), $7 reasons, $8
--- run ids, $9 history details, $10 now, $11 the week. Returns the positions
--- that matched.
+-- run ids, $9 history details, $10 now, $11 the week, $12 address keys
+-- (stored on failed receipts; '' none). Returns the positions that matched.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
-            $7::text[], $8::text[], $9::text[]) WITH ORDINALITY
-        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, idx)
+            $7::text[], $8::text[], $9::text[], $12::text[]) WITH ORDINALITY
+        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, address_key, idx)
 ), u AS (
     UPDATE receipts r SET
         previous_state = r.state,
@@ -82,6 +82,7 @@ WITH f AS MATERIALIZED (
         next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
         maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
+        address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
         run_id = f.run_id,
         updated_at = $10::timestamptz
     FROM f
@@ -101,7 +102,7 @@ SELECT idx FROM u;
 -- FinishMany for one Finish, with scalar arguments.
 WITH f AS (
     SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,
-        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, 1::bigint AS idx,
+        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, $12::text AS address_key, 1::bigint AS idx,
         'claimed'::text AS claimed
 ), u AS (
     UPDATE receipts r SET
@@ -113,6 +114,7 @@ WITH f AS (
         next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
         maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
+        address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
         run_id = f.run_id,
         updated_at = $10::timestamptz
     FROM f
@@ -138,7 +140,7 @@ WITH prev AS (
     INSERT INTO observations (key, fingerprint, run_id, iso_week, at)
     VALUES (($1::text[])[1], $2::text, $3::text, $4::text, $5::timestamptz)
 )
-SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at
+SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at, r.sent_at
 FROM prev LEFT JOIN LATERAL (
     SELECT x.* FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
     CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k AND iso_week = $4::text OFFSET 0) x

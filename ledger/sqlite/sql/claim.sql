@@ -61,7 +61,8 @@ WHERE key = ?3 AND claim_token = ?4 AND state = 'claimed';
 
 -- name: Finish
 -- Ends the claim of key ?8 under token ?9: state ?1, now ?2, provider ref
--- ?3, next attempt ?4, maybe sent ?5 (retryable), reason ?6, run id ?7.
+-- ?3, next attempt ?4, maybe sent ?5 (retryable), reason ?6, run id ?7,
+-- address key ?10 (stored on a failed receipt; '' none).
 UPDATE receipts SET
     previous_state = state, state = ?1, lease_expires_at = NULL,
     sent_at = CASE WHEN ?1 = 'sent' THEN ?2 ELSE sent_at END,
@@ -69,6 +70,7 @@ UPDATE receipts SET
     next_attempt_at = ?4,
     maybe_sent = CASE WHEN ?1 = 'retryable' THEN ?5 ELSE maybe_sent OR send_started END,
     last_error = CASE WHEN ?1 = 'sent' THEN last_error ELSE ?6 END,
+    address_key = CASE WHEN ?1 = 'failed' THEN nullif(?10, '') ELSE address_key END,
     run_id = ?7, updated_at = ?2
 WHERE key = ?8 AND claim_token = ?9 AND state = 'claimed';
 

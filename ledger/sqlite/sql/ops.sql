@@ -5,7 +5,7 @@
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
 FROM receipts
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR iso_week = ?2) AND key > ?3
 ORDER BY key LIMIT ?4;
@@ -15,7 +15,7 @@ ORDER BY key LIMIT ?4;
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
 FROM receipts WHERE key = ?1;
 
 -- name: ShowEvents
@@ -42,6 +42,13 @@ WHERE key = ?1;
 -- Records held receipt ?1 as sent at ?2 under provider reference ?3.
 UPDATE receipts SET previous_state = state, state = 'sent',
     sent_at = ?2, provider_ref = ?3, updated_at = ?2
+WHERE key = ?1;
+
+-- name: Acknowledge
+-- Closes quarantined or held receipt ?1 at ?2: acknowledged, keeping its
+-- fingerprints, sent time and provider reference as evidence.
+UPDATE receipts SET previous_state = state, state = 'acknowledged',
+    lease_expires_at = NULL, next_attempt_at = NULL, updated_at = ?2
 WHERE key = ?1;
 
 -- name: CountByState

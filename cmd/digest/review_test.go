@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/sqlite"
+)
+
+// A quarantined receipt that was never sent needs a release, not an
+// acknowledgement: review list and show say "not sent" and name release,
+// acknowledge refuses it (exit 1, saying why) unless --unsent closes it
+// knowingly.
+func TestReviewAcknowledgeRefusesUnsentWithoutTheFlag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	store, err := sqlite.Open(ctx, ledger.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := digest.ParseKeyring(testKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := digest.ISOWeek{Year: 2026, Week: 40}
+	keys := kr.Candidates(digest.Identity{Customer: "cust_1", Week: w, Type: "weekly_activity", Version: "v1"})
+	for _, fp := range []string{"fp1", "fp2"} { // claimed, then another fingerprint: quarantined, never sent
+		if _, err := store.Claim(ctx, []digest.ClaimRequest{{Keys: keys, Fingerprint: fp, Week: w, RunID: "r", Lease: time.Minute}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := string(keys[0])
+	vars := map[string]string{"DIGEST_LEDGER_PATH": path}
+
+	_, list, _ := runMain(t, vars, "review", "list")
+	if line := lineOf(list, key); !strings.Contains(line, "quarantined") || !strings.Contains(line, "not sent") {
+		t.Fatalf("review list row should say quarantined and not sent:\n%s", list)
+	}
+	if _, show, _ := runMain(t, vars, "review", "show", key); !strings.Contains(show, "not sent (digest review release)") {
+		t.Fatalf("review show should say not sent and name release:\n%s", show)
+	}
+	code, _, stderr := runMain(t, vars, "review", "acknowledge", key, "--reason", "customer left")
+	if code != ExitFailure || !strings.Contains(stderr, "release it") {
+		t.Fatalf("acknowledge of a never-sent receipt: exit %d, %q; want %d naming release", code, stderr, ExitFailure)
+	}
+	code, out, _ := runMain(t, vars, "review", "acknowledge", "--week", "2026-W40", "--state", "quarantined", "--reason", "customer left")
+	if code != ExitOK || !strings.Contains(out, "acknowledged 0") || !strings.Contains(out, "1 not (or maybe not) sent left quarantined") {
+		t.Fatalf("bulk acknowledge without --unsent: exit %d, %q", code, out)
+	}
+	if code, _, stderr := runMain(t, vars, "review", "acknowledge", key, "--reason", "customer left (OPS-7)", "--unsent", "--by", "bob"); code != ExitOK {
+		t.Fatalf("acknowledge --unsent: exit %d, %s", code, stderr)
+	}
+	r, events, err := store.Show(ctx, keys[0])
+	if err != nil || r.State != digest.StateAcknowledged {
+		t.Fatalf("after acknowledge --unsent: %+v %v", r, err)
+	}
+	if d := events[len(events)-1].Detail; !strings.Contains(d, "not sent") || !strings.Contains(d, `"bob"`) || !strings.Contains(d, "OPS-7") {
+		t.Fatalf("history %q: want not sent, who and why", d)
+	}
+}
+
+func lineOf(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}

@@ -34,8 +34,15 @@ or held for review.
 This is the CronJob's command. The week defaults to the ISO week before now
 in DIGEST_TZ (what a Monday-morning run sends); a backfill is the same
 command with --week. Customers come from --snapshot FILE.jsonl, or else from
-the PostgreSQL relations digest_customers and digest_activity, read as of a
-cutoff pinned by the first run of the week.
+the PostgreSQL relations digest_customers and digest_activity, read as of
+the week's cutoff: its end in DIGEST_TZ plus DIGEST_SETTLE (default 4h, for
+activity recorded after it occurred), pinned by the week's first run that
+may send and the same for every later run. A run that may send refuses a
+week before its cutoff (exit 2, naming the week's end) unless
+--early-cutoff says the early cutoff is intended: then as_of is now and the
+pin is marked partial ("digest status" says so; "digest repin" moves it to
+the cutoff later). --mode observe never pins: it reads the pin, or else the
+cutoff (now, if earlier).
 
 A run refuses (exit 2, before claiming anything) what would change the
 meaning of the week's keys: a DIGEST_TZ other than the one the week's first
@@ -50,6 +57,7 @@ Examples:
   digest run --week 2026-W40                                      # backfill a week
   digest run --mode observe --week 2026-W48                       # dry run: sends nothing
   digest run --cohort 10                                          # enforce for 10%, observe the rest
+  digest run --week 2026-W49 --early-cutoff                       # before the week's end: a partial cutoff
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
@@ -85,6 +93,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	observeSample := fs.Int("observe-sample", 10, "observe mode: log this many would-be recipients (\"would send\", by key); 0: none")
 	observeAddresses := fs.Bool("observe-addresses", false, "observe mode: add the address to each sampled line (default: keys only, no customer data in logs)")
 	traceFile := fs.String("trace", "", "diagnostic: write a Go execution trace of the run (runtime/trace) to FILE, for \"go tool trace FILE\"")
+	earlyCutoff := fs.Bool("early-cutoff", false, "send a week before its end plus DIGEST_SETTLE on purpose: pins now as a partial cutoff (status says so; activity recorded later is not sent). Default: refuse, exit 2")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -106,6 +115,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	cfg.ResendPrunedWeek = *resendPruned
 	cfg.AllowEmpty = *allowEmpty
+	cfg.EarlyCutoff = *earlyCutoff
+	if *earlyCutoff && cfg.Mode == run.ModeObserve {
+		return usagef("--early-cutoff goes with --mode enforce (observe mode never pins)")
+	}
 	switch {
 	case *observeSample < 0:
 		return usagef("--observe-sample %d: want 0 or more", *observeSample)
@@ -244,6 +257,10 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
+	settle, err := st.duration(&st.Settle)
+	if err != nil {
+		return cfg, err
+	}
 	conc, err := st.positiveInt(&st.Concurrency, 256)
 	if err != nil {
 		return cfg, err
@@ -270,6 +287,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		Shard:         sh,
 		Ambiguous:     run.AmbiguousPolicy(ambiguous),
 		Lease:         lease,
+		Settle:        settle,
 		SendWorstCase: worst,
 		Rate:          rate,
 		Concurrency:   conc,

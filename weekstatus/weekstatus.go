@@ -138,13 +138,16 @@ type Tally struct {
 	// early cutoff left out of the digests. Zero when AsOf is not before
 	// Latest.
 	ExcludedRows, ExcludedCustomers int64
+	// ReceiptStates counts the receipts of the digests counted (those
+	// matched to a customer of the shard) by state.
+	ReceiptStates map[digest.State]int64
 }
 
 // Count reads the source as of in.AsOf (and, when in.Latest is later,
 // also as of in.Latest, to see what the cutoff excluded) and gives each
 // customer of the shard an outcome.
 func Count(ctx context.Context, in Input) (Tally, error) {
-	t := Tally{Customers: Counts{}}
+	t := Tally{Customers: Counts{}, ReceiptStates: map[digest.State]int64{}}
 	var later map[string]int // activity rows by customer as of Latest
 	if in.Latest.After(in.AsOf) {
 		later = map[string]int{}
@@ -193,7 +196,11 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 		case run.Send:
 			t.Expected++
-			t.Customers[in.outcome(d.Identity)]++
+			o, r := in.outcome(d.Identity)
+			t.Customers[o]++
+			if r != nil {
+				t.ReceiptStates[r.State]++
+			}
 		}
 	}
 	return t, ctx.Err()
@@ -201,15 +208,15 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 
 // outcome finds the digest's receipt under any candidate key (the pinned
 // key id first) and whether any candidate was observed.
-func (in Input) outcome(id digest.Identity) Outcome {
+func (in Input) outcome(id digest.Identity) (Outcome, *Receipt) {
 	observed := false
 	for _, k := range in.Keys(id) {
 		if r, ok := in.Receipts[k]; ok {
-			return OfReceipt(&r, false, in.Pruned)
+			return OfReceipt(&r, false, in.Pruned), &r
 		}
 		observed = observed || in.Observed[k]
 	}
-	return OfReceipt(nil, observed, in.Pruned)
+	return OfReceipt(nil, observed, in.Pruned), nil
 }
 
 // Verdicts of a week, status --json's "verdict": stable.

@@ -334,6 +334,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
+		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	case "mark-sent":
 		if *ref == "" {
@@ -343,6 +344,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "marked %s sent as %s\n", key, *ref)
+		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	}
 	return usagef("unknown subcommand %q: want list, show, release or mark-sent", sub)

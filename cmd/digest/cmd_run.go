@@ -216,6 +216,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
+	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
 	return err
 }
 
@@ -411,6 +412,11 @@ func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent f
 		attrs = append(attrs, c.name+"_check", c.result)
 	}
 	log.Info(msg, attrs...)
+	if cfg.EnforcePercent != nil && *cfg.EnforcePercent < 100 && sum.Observed > 0 {
+		week := cfg.Spec.Week.String()
+		log.Warn("cohort run: the customers outside the cohort were observed, not sent (the cohort's remainder); the week is not complete until they are: digest run --week "+week,
+			"week", week, "cohort_percent", *cfg.EnforcePercent, "observed_not_sent", sum.Observed, "send_with", "digest run --week "+week)
+	}
 	if isTerminal(env.Stdout) {
 		printSummary(env, cfg, sum, msg, checks...)
 	}

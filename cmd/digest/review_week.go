@@ -47,6 +47,7 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		return err
 	}
 	defer store.Close()
+	defer pushReviewedWeek(ctx, env, st, store, w) // the week's state after the change
 	if sub == "release" {
 		res, err := ledger.ReleaseWeek(ctx, store, w, digest.State(state), act)
 		if err != nil {

@@ -135,3 +135,82 @@ func pushWeekState(ctx context.Context, env *Env, st *settings, log *slog.Logger
 		log.Error("metrics: week state push failed", "week", ws.Week, "err", err)
 	}
 }
+
+// pushWeekOf computes the week's whole status (every shard) and pushes it,
+// when DIGEST_PUSHGATEWAY_URL is set: after every run of the week, so
+// that the week's state is current whatever the run's exit code said.
+//
+// "digest schedule" serves its metrics instead of pushing: its runs push
+// no week state ("digest status" run beside it does).
+func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, source digest.Source, q statusQuery) {
+	if _, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry); scheduled || st.PushgatewayURL == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
+	defer cancel()
+	q.shard, q.now = digest.Shard{}, env.now()
+	ws, _, _, err := computeStatus(ctx, store, source, q)
+	if err != nil {
+		log.Error("metrics: week state not pushed: the week's status failed", "week", q.spec.Week.String(), "err", err)
+		return
+	}
+	pushWeekState(ctx, env, st, log, ws)
+}
+
+// pushReviewedWeek pushes the state of week w after a review command
+// changed its receipts. The state needs the source (every customer is
+// counted): with DIGEST_DATABASE_URL, the PostgreSQL relations. Without
+// one (an embedded ledger and a snapshot file) nothing is pushed, rather
+// than a state that could not say whether the week is complete; the log
+// says to run "digest status --snapshot FILE" with
+// DIGEST_PUSHGATEWAY_URL instead.
+func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store ledger.Store, w digest.ISOWeek) {
+	if st.PushgatewayURL == "" {
+		return
+	}
+	log := newLogger(env, st)
+	if st.DatabaseURL == "" {
+		log.Warn("metrics: week state not pushed: no source to count the week's customers; push it with: digest status --week "+w.String()+" --snapshot FILE", "week", w.String())
+		return
+	}
+	fail := func(err error) { log.Error("metrics: week state not pushed", "week", w.String(), "err", err) }
+	loc, err := st.location()
+	if err != nil {
+		fail(err)
+		return
+	}
+	settle, err := st.duration(&st.Settle)
+	if err != nil {
+		fail(err)
+		return
+	}
+	keys, err := loadKeyring(st, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	source, closeSource, err := openSource(ctx, st, "", store, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer closeSource()
+	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
+		settle: settle, keys: keys})
+}
+
+// pushReviewedKey pushes the state of the week of key's receipt; see
+// pushReviewedWeek.
+func pushReviewedKey(ctx context.Context, env *Env, st *settings, store ledger.Store, key digest.Key) {
+	if st.PushgatewayURL == "" {
+		return
+	}
+	r, _, err := store.Show(ctx, key)
+	if err != nil {
+		newLogger(env, st).Error("metrics: week state not pushed", "key", string(key), "err", err)
+		return
+	}
+	if w, err := digest.ParseISOWeek(r.Week); err == nil {
+		pushReviewedWeek(ctx, env, st, store, w)
+	}
+}

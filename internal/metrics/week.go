@@ -14,6 +14,10 @@ import (
 // week (grouping label week="YYYY-Www"), apart from the runs' groups.
 const WeekJob = "digest_week"
 
+// WeekMetricNames are the names of what PushWeekState pushes.
+var WeekMetricNames = []string{"digest_week_end_timestamp_seconds", "digest_week_complete", "digest_week_needs_review",
+	"digest_week_customers", "digest_week_status_timestamp_seconds"}
+
 // WeekState is what "digest status" knows of one week, as the week-state
 // metric pushes it. The alert rules read exactly these names.
 type WeekState struct {

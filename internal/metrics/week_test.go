@@ -99,6 +99,14 @@ func TestPushWeekStateReplacesTheWeeksGroup(t *testing.T) {
 	if len(byOutcome) != 3 || byOutcome["sent"] != 85 || byOutcome["observed_not_sent"] != 798 || byOutcome["pending"] != 0 {
 		t.Errorf("customers by outcome = %v", byOutcome)
 	}
+	for _, n := range metrics.WeekMetricNames {
+		if p.families[n] == nil {
+			t.Errorf("WeekMetricNames names %s, which the push lacks", n)
+		}
+	}
+	if len(p.families) != len(metrics.WeekMetricNames) {
+		t.Errorf("pushed %d families, WeekMetricNames lists %d", len(p.families), len(metrics.WeekMetricNames))
+	}
 	if q := pushes[1]; q.method != http.MethodPut || gauge(q, "digest_week_complete") != 1 || q.families["digest_week_customers"] != nil {
 		t.Errorf("second push %s: complete %v, customers %v; want PUT, 1, none", q.method, gauge(q, "digest_week_complete"), q.families["digest_week_customers"])
 	}

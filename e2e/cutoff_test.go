@@ -78,16 +78,17 @@ func TestObserveBeforeTheCutoffThenRunSendsAll(t *testing.T) {
 	week := digest.PreviousWeekOf(time.Now(), time.UTC)
 	want := e.Seed(40, week)
 	// A settle time that puts the cutoff a few seconds from now.
-	cutoff := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	cutoff := time.Now().Add(8 * time.Second).Truncate(time.Second)
 	e.Set("DIGEST_SETTLE", cutoff.Sub(week.End(time.UTC)).String())
 
 	e.MustRun("run", "--week", week.String(), "--mode", "observe")
 	if s, _ := cutoffStatusOf(t, e, week, 3); s.Pinned || s.Verdict != "not_run_yet" || s.Customers["observed_not_sent"] != len(want) {
 		t.Fatalf("after an observe run: %+v; want not pinned, %d observed", s, len(want))
 	}
+	// Recorded after the observe run, by the cutoff.
 	late := noActivity(40, week)[0]
-	addActivity(t, e, late, week.Start(time.UTC).Add(50*time.Hour), "now()")
-	e2etest.WaitFor(t, 10*time.Second, "the cutoff", func() bool { return time.Now().After(cutoff) })
+	addActivity(t, e, late, week.Start(time.UTC).Add(50*time.Hour), fmt.Sprintf("'%s'::timestamptz", cutoff.Add(-time.Second).Format(time.RFC3339)))
+	e2etest.WaitFor(t, 20*time.Second, "the cutoff", func() bool { return time.Now().After(cutoff) })
 
 	e.MustRun("run", "--week", week.String())
 	want[fmt.Sprintf("customer%s@example.com", strings.TrimPrefix(late, "cust_"))] = true

@@ -155,15 +155,15 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	keys, err := loadKeyring(st, log)
-	if err != nil {
-		return err
-	}
 	store, err := openLedger(ctx, st, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	keys, err := loadKeyring(st, log) // customers are matched to receipts by key
+	if err != nil {
+		return err
+	}
 	source, closeSource, err := openSource(ctx, st, *snap, store, log)
 	if err != nil {
 		return err

@@ -244,3 +244,58 @@ func TestCohortRemainderNamedThenSent(t *testing.T) {
 		t.Fatalf("status after the plain run: %+v", s)
 	}
 }
+
+// Issue 19: a repin while a run of the week is under way. The run reads
+// the old cutoff to its end; repin refuses while the week has claimed
+// receipts, and whichever way the two interleave, the run after the repin
+// sends the rest and nobody gets a digest twice.
+func TestRepinDuringARunSendsNobodyTwice(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	want := e.Seed(300, week40)
+	asOf := week40.Start(time.UTC).Add(4 * 24 * time.Hour) // Friday 00:00
+	if _, err := e.Pool.Exec(context.Background(), `INSERT INTO snapshot_pins (digest_type, iso_week, version, as_of, created_at)
+		VALUES ('weekly_activity', '2026-W40', 'v1', $1, $1)`, asOf); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := e.Command(ctx, []string{"DIGEST_RATE=100", "DIGEST_BURST=1"}, "run", "--week", "2026-W40")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.WaitFor(t, time.Minute, "the run to send", func() bool {
+		n, err := e.Mailpit.Count(context.Background())
+		return err == nil && n >= 20
+	})
+	refused, moved := 0, false
+	for !moved && cmd.ProcessState == nil {
+		r := e.Run("repin", "--week", "2026-W40", "--reason", "during a run")
+		switch r.Code {
+		case 3:
+			refused++
+			if !strings.Contains(r.Stderr, "claimed receipts") {
+				t.Fatalf("repin refused without saying why:\n%s", r.Stderr)
+			}
+		case 0:
+			moved = true
+		default:
+			t.Fatalf("repin during a run: exit %d\n%s", r.Code, r.Stderr)
+		}
+		if refused >= 3 {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the run under way: %v", err)
+	}
+	if !moved {
+		e.MustRun("repin", "--week", "2026-W40", "--reason", "after the run")
+	}
+	rest := e.Run("run", "--week", "2026-W40")
+	if rest.Code != 0 && rest.Code != 4 {
+		t.Fatalf("run after the repin: exit %d\n%s", rest.Code, rest.Stderr)
+	}
+	e.AssertExactlyOnce(want)
+	t.Logf("NUMBERS repin during a run: refused %d times, moved mid-run %v; after: %v", refused, moved, rest.Summary(t))
+}

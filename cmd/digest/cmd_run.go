@@ -66,7 +66,8 @@ claimed): without its receipts the run cannot tell what was sent. Only
 --resend-pruned-week runs it, and then every digest whose receipt was
 pruned is sent a second time.
 
-Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week),
+Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week,
+or a week before its cutoff without --early-cutoff),
 3 incomplete (retry later), 4 rows need review ("digest review list").
 
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool

@@ -159,6 +159,13 @@ type WeekPin struct {
 	// that runs with differently ordered keyrings never create two receipts
 	// for one digest.
 	KeyID string
+	// Partial says the cutoff was taken before the week's end plus its
+	// settle time on purpose (run --early-cutoff): activity recorded
+	// after AsOf belongs to the week but is not in its digests.
+	Partial bool
+	// RepinnedFrom is where "digest repin" moved AsOf from; zero when the
+	// pin was never moved. Read only (PinSnapshot ignores it in proposed).
+	RepinnedFrom time.Time
 	// ReceiptsByKeyID is filled on return only: the number of receipts of
 	// the ISO week by key id. Receipts do not store their digest type or
 	// content version, so the count covers every type and version of the

@@ -76,10 +76,13 @@ func TestStatusTellsAPartialWeek(t *testing.T) {
 		t.Fatalf("unpinned week: %+v", s)
 	}
 
+	// An observe run pins nothing (issue 19): the week is still not run,
+	// and every customer to send is observed, not sent.
 	e.MustRun("run", "--week", "2026-W40", "--mode", "observe")
 	observed := e.Run("status", "--week", "2026-W40")
 	wantLines(t, "status after an observe run", observed.Stdout,
-		fmt.Sprintf(`^expected +%d `, n), `^settled +0 `, `^last run +\S+, observe, shard all, exit 0,`, `^verdict +remaining$`)
+		fmt.Sprintf(`^  observed_not_sent +%d$`, n), `^last run +\S+, observe, shard all, exit 0,`, `^verdict +not_run_yet$`,
+		`^next +digest run --week 2026-W40$`)
 	if observed.Code != 3 {
 		t.Fatalf("status after an observe run: exit %d, want 3", observed.Code)
 	}

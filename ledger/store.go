@@ -56,6 +56,17 @@ type Store interface {
 	// Pinned returns what the first run of pin fixed, and false when the
 	// week is not pinned yet; it never pins (previews and test sends).
 	Pinned(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, bool, error)
+	// Repin moves pin's cutoff (as_of) forward to asOf and makes it whole
+	// (not partial), recording where it was, when, and by's detail; it
+	// returns the previous as_of. It refuses (ErrNotFound: not pinned;
+	// ErrWrongState: as_of is already at or past asOf and not partial) in
+	// the same statement that would move it, so two repins cannot both
+	// move one pin. "digest repin": the way out of a week pinned early.
+	Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Time, by Action) (time.Time, error)
+	// ObservedKeys returns the distinct keys observe-mode runs (and a
+	// cohort run's observed rest) recorded for week: status tells an
+	// observed-not-sent customer from one no run has met.
+	ObservedKeys(ctx context.Context, week digest.ISOWeek) (map[digest.Key]bool, error)
 	// RecordRunEnd records how a run of pin ended, replacing what the
 	// previous run of pin recorded: "digest status" shows the last one.
 	RecordRunEnd(ctx context.Context, pin digest.SnapshotPin, end RunEnd) error
@@ -113,6 +124,22 @@ var (
 	// ErrInvalid: a request is malformed (a programming error).
 	ErrInvalid = errors.New("invalid ledger request")
 )
+
+// RepinRefused says why a Repin of pin to asOf moved nothing: the pin
+// does not exist (ErrNotFound) or is not early (ErrWrongState).
+func RepinRefused(ctx context.Context, s interface {
+	Pinned(context.Context, digest.SnapshotPin) (digest.WeekPin, bool, error)
+}, pin digest.SnapshotPin, asOf time.Time) error {
+	wp, ok, err := s.Pinned(ctx, pin)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("repin %s/%s/%s: %w: the week is not pinned (no run sent it yet)", pin.Type, pin.Week, pin.Version, ErrNotFound)
+	}
+	return fmt.Errorf("repin %s/%s/%s: %w: its cutoff %s is already at or past %s", pin.Type, pin.Week, pin.Version, ErrWrongState,
+		wp.AsOf.UTC().Format(time.RFC3339), asOf.UTC().Format(time.RFC3339))
+}
 
 // Action says who did an operator action and why, for the history.
 type Action struct {

@@ -128,9 +128,11 @@ func TestRunPinnedKeyIDMissingWithoutReceiptsIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 10)
 	p := newProvider()
-	observe := f.runner(p, p, func(c *run.Config) { c.Mode = run.ModeObserve })
-	observe.Keyring = mustKeyring(t, ring1)
-	f.run(observe) // pins k1, creates no receipt
+	// An enforce run under k1 pinned the week and has claimed nothing yet.
+	pin := digest.SnapshotPin{Type: "weekly_activity", Week: runWeek, Version: "v1"}
+	if _, err := f.store.PinSnapshot(context.Background(), pin, digest.WeekPin{AsOf: run.Cutoff(runWeek, time.UTC, run.DefaultSettle), Zone: "UTC", KeyID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
 	r := f.runner(p, p, nil)
 	r.Keyring = mustKeyring(t, ring2)
 	if _, err := r.Run(context.Background()); !errors.Is(err, run.ErrConfig) || !strings.Contains(err.Error(), "pinned to key id k1") {

@@ -82,6 +82,15 @@ type Config struct {
 	AllowEmpty bool
 	Lenient    bool // skip bad source records instead of refusing the run
 
+	// Settle is how long after the week's end (in Spec.Location) its
+	// cutoff lies: the as_of a run that may send pins is the end plus
+	// Settle, whenever it runs. Default DefaultSettle.
+	Settle time.Duration
+	// EarlyCutoff lets a run that may send pin a week before its cutoff:
+	// as_of is then now, and the pin is marked partial. Without it such a
+	// run fails with *BeforeCutoffError before anything is pinned.
+	EarlyCutoff bool
+
 	ReplayHorizon time.Duration // for the repeat report; default 90 days
 	// ObserveSample is how many would-be recipients an observe run logs
 	// ("would send", by key), so that a dry run shows whom it would reach,
@@ -161,6 +170,9 @@ func (c *Config) setDefaults() {
 	if c.Sleep == nil {
 		c.Sleep = sleepCtx
 	}
+	if c.Settle == 0 {
+		c.Settle = DefaultSettle
+	}
 	if c.ObserveSample == 0 {
 		c.ObserveSample = 10
 	}
@@ -188,6 +200,8 @@ func (c *Config) Validate() error {
 		// The local zone is whatever the pod happens to have: another pod
 		// would compute other week bounds and so other fingerprints.
 		return fmt.Errorf("%w: time zone Local: name the zone, e.g. Europe/Berlin or UTC", ErrConfig)
+	case c.Settle < 0:
+		return fmt.Errorf("%w: settle %s must not be negative", ErrConfig, c.Settle)
 	case c.Lease < MinLease:
 		return fmt.Errorf("%w: lease %s: at least %s", ErrConfig, c.Lease, MinLease)
 	case c.Lease > MaxLease:
@@ -281,6 +295,9 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 func (r *Runner) run(ctx context.Context) (Summary, error) {
 	cfg := &r.Config
 	log := cfg.Logger
+	if err := r.refuseBeforeCutoff(); err != nil {
+		return r.counters.snapshot(), err
+	}
 	if !cfg.AllowEmpty {
 		if err := r.refuseEmptySource(ctx); err != nil {
 			return r.counters.snapshot(), err
@@ -293,14 +310,14 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	if err := r.checkPruned(ctx, pin); err != nil {
 		return r.counters.snapshot(), err
 	}
-	weekPin, err := r.Ledger.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: cfg.Now(), Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()})
-	r.counters.ledgerCalls.Add(1)
+	weekPin, err := r.weekPin(ctx, pin)
 	if err != nil {
-		return r.counters.snapshot(), fmt.Errorf("pin snapshot: %w", err)
+		return r.counters.snapshot(), err
 	}
 	if r.pinnedKeys, err = r.checkWeekPin(weekPin); err != nil {
 		return r.counters.snapshot(), err
 	}
+	r.warnCutoff(weekPin)
 	asOf := weekPin.AsOf
 	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id

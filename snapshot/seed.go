@@ -21,6 +21,14 @@ import (
 // few seconds after they occurred. The same (n, week, seed) always yields
 // the same records.
 func Synthetic(n int, week digest.ISOWeek, seed uint64) iter.Seq[digest.Record] {
+	return SyntheticUntil(n, week, seed, time.Time{})
+}
+
+// SyntheticUntil is Synthetic without the activity recorded after until
+// (zero: none left out): "digest seed" of a week not yet over writes only
+// what has happened by now, as a real source would hold, never a row
+// recorded in the future. The rows kept are Synthetic's.
+func SyntheticUntil(n int, week digest.ISOWeek, seed uint64, until time.Time) iter.Seq[digest.Record] {
 	first := []string{"Ada", "Björn", "Chloé", "Dmitri", "Eun-ji", "Fatima", "Giulia", "Hiro", "Ingrid", "José", "Kwame", "Łucja", "Mateo", "Nadia", "Oğuz", "Priya"}
 	last := []string{"Okafor", "Schmidt", "Dubois", "Ivanova", "Kim", "Haddad", "Rossi", "Tanaka", "Larsen", "García", "Mensah", "Nowak", "Silva", "Rahman", "Yılmaz", "Patel"}
 	locales := []string{"en-GB", "de-DE", "fr-FR", "es-ES", "ja-JP", "en-US"}
@@ -55,14 +63,17 @@ func Synthetic(n int, week digest.ISOWeek, seed uint64) iter.Seq[digest.Record] 
 			for range rows {
 				k := kinds[rng.IntN(len(kinds))]
 				occurred := start.Add(time.Duration(rng.Int64N(int64(7*24*time.Hour))) / time.Second * time.Second)
-				rec.Activity = append(rec.Activity, digest.Activity{
+				a := digest.Activity{
 					OccurredAt:  occurred,
 					RecordedAt:  occurred.Add(time.Duration(1+rng.IntN(30)) * time.Second),
 					Kind:        k.kind,
 					AmountMinor: k.sign * (100 + rng.Int64N(250_000)),
 					Currency:    currencies[rng.IntN(len(currencies))],
 					Description: k.desc,
-				})
+				}
+				if until.IsZero() || !a.RecordedAt.After(until) {
+					rec.Activity = append(rec.Activity, a)
+				}
 			}
 			if !yield(rec) {
 				return

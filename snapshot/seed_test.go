@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"iter"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -105,5 +106,30 @@ WHERE schemaname = current_schema() AND relname IN ('digest_customers', 'digest_
 	second := waitAnalyzed(first["digest_customers"] + 1)
 	if second["digest_customers"] <= first["digest_customers"] || second["digest_activity"] <= first["digest_activity"] {
 		t.Fatalf("seeding a second week: analyze counts %v then %v, want both moved", first, second)
+	}
+}
+
+// Issue 19: seed wrote the activity of a week not over yet with recorded_at
+// in the future. SyntheticUntil keeps Synthetic's rows recorded by until,
+// and only those.
+func TestSyntheticUntilWritesNothingRecordedLater(t *testing.T) {
+	t.Parallel()
+	week := digest.ISOWeek{Year: 2026, Week: 49}
+	until := week.Start(time.UTC).Add(60 * time.Hour) // Wednesday noon
+	var all, before []digest.Activity
+	for r := range snapshot.Synthetic(200, week, 7) {
+		all = append(all, r.Activity...)
+	}
+	for r := range snapshot.SyntheticUntil(200, week, 7, until) {
+		before = append(before, r.Activity...)
+	}
+	var want []digest.Activity
+	for _, a := range all {
+		if !a.RecordedAt.After(until) {
+			want = append(want, a)
+		}
+	}
+	if len(want) == 0 || len(want) == len(all) || !reflect.DeepEqual(before, want) {
+		t.Fatalf("SyntheticUntil kept %d of %d rows, want the %d recorded by %v", len(before), len(all), len(want), until)
 	}
 }

@@ -38,9 +38,10 @@ func TestClockIsInjected(t *testing.T) {
 		t.Errorf("digest week on 2031-06-15 = %q, want 2031-W24", got)
 	}
 	// run without --week: the week before now, 2026-W48 (the sample's),
-	// its source pinned at now, and its messages dated now.
+	// its source pinned at its end plus DIGEST_SETTLE (not now), and its
+	// messages dated now.
 	_, log := main(now, "run", "--snapshot", filepath.Join("..", "..", "examples", "snapshot.jsonl"))
-	if !strings.Contains(log, `"week":"2026-W48"`) || !strings.Contains(log, `"as_of":"2026-11-30T09:00:00Z"`) {
+	if !strings.Contains(log, `"week":"2026-W48"`) || !strings.Contains(log, `"as_of":"2026-11-30T04:00:00Z"`) {
 		t.Fatalf("digest run at %s: want week 2026-W48 as of then; log:\n%s", now, log)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "outbox", "*.eml"))

@@ -358,6 +358,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
+		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	case "mark-sent":
 		if *ref == "" {
@@ -367,12 +368,14 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "marked %s sent as %s\n", key, *ref)
+		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	case "acknowledge":
 		if err := store.Acknowledge(ctx, key, *unsent, act); err != nil {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "acknowledged %s: kept as evidence, no longer needs review, never sent again\n", key)
+		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	}
 	return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)

@@ -34,8 +34,15 @@ or held for review.
 This is the CronJob's command. The week defaults to the ISO week before now
 in DIGEST_TZ (what a Monday-morning run sends); a backfill is the same
 command with --week. Customers come from --snapshot FILE.jsonl, or else from
-the PostgreSQL relations digest_customers and digest_activity, read as of a
-cutoff pinned by the first run of the week.
+the PostgreSQL relations digest_customers and digest_activity, read as of
+the week's cutoff: its end in DIGEST_TZ plus DIGEST_SETTLE (default 4h, for
+activity recorded after it occurred), pinned by the week's first run that
+may send and the same for every later run. A run that may send refuses a
+week before its cutoff (exit 2, naming the week's end) unless
+--early-cutoff says the early cutoff is intended: then as_of is now and the
+pin is marked partial ("digest status" says so; "digest repin" moves it to
+the cutoff later). --mode observe never pins: it reads the pin, or else the
+cutoff (now, if earlier).
 
 A run refuses (exit 2, before claiming anything) what would change the
 meaning of the week's keys: a DIGEST_TZ other than the one the week's first
@@ -50,6 +57,7 @@ Examples:
   digest run --week 2026-W40                                      # backfill a week
   digest run --mode observe --week 2026-W48                       # dry run: sends nothing
   digest run --cohort 10                                          # enforce for 10%, observe the rest
+  digest run --week 2026-W49 --early-cutoff                       # before the week's end: a partial cutoff
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
@@ -58,7 +66,8 @@ claimed): without its receipts the run cannot tell what was sent. Only
 --resend-pruned-week runs it, and then every digest whose receipt was
 pruned is sent a second time.
 
-Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week),
+Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week,
+or a week before its cutoff without --early-cutoff),
 3 incomplete (retry later), 4 rows need review ("digest review list").
 
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
@@ -85,6 +94,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	observeSample := fs.Int("observe-sample", 10, "observe mode: log this many would-be recipients (\"would send\", by key); 0: none")
 	observeAddresses := fs.Bool("observe-addresses", false, "observe mode: add the address to each sampled line (default: keys only, no customer data in logs)")
 	traceFile := fs.String("trace", "", "diagnostic: write a Go execution trace of the run (runtime/trace) to FILE, for \"go tool trace FILE\"")
+	earlyCutoff := fs.Bool("early-cutoff", false, "send a week before its end plus DIGEST_SETTLE on purpose: pins now as a partial cutoff (status says so; activity recorded later is not sent). Default: refuse, exit 2")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -106,6 +116,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	cfg.ResendPrunedWeek = *resendPruned
 	cfg.AllowEmpty = *allowEmpty
+	cfg.EarlyCutoff = *earlyCutoff
+	if *earlyCutoff && cfg.Mode == run.ModeObserve {
+		return usagef("--early-cutoff goes with --mode enforce (observe mode never pins)")
+	}
 	switch {
 	case *observeSample < 0:
 		return usagef("--observe-sample %d: want 0 or more", *observeSample)
@@ -203,6 +217,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
+	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
 	return err
 }
 
@@ -244,6 +259,10 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 	if err != nil {
 		return cfg, err
 	}
+	settle, err := st.duration(&st.Settle)
+	if err != nil {
+		return cfg, err
+	}
 	conc, err := st.positiveInt(&st.Concurrency, 256)
 	if err != nil {
 		return cfg, err
@@ -270,6 +289,7 @@ func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, amb
 		Shard:         sh,
 		Ambiguous:     run.AmbiguousPolicy(ambiguous),
 		Lease:         lease,
+		Settle:        settle,
 		SendWorstCase: worst,
 		Rate:          rate,
 		Concurrency:   conc,
@@ -393,6 +413,11 @@ func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent f
 		attrs = append(attrs, c.name+"_check", c.result)
 	}
 	log.Info(msg, attrs...)
+	if cfg.EnforcePercent != nil && *cfg.EnforcePercent < 100 && sum.Observed > 0 {
+		week := cfg.Spec.Week.String()
+		log.Warn("cohort run: the customers outside the cohort were observed, not sent (the cohort's remainder); the week is not complete until they are: digest run --week "+week,
+			"week", week, "cohort_percent", *cfg.EnforcePercent, "observed_not_sent", sum.Observed, "send_with", "digest run --week "+week)
+	}
 	if isTerminal(env.Stdout) {
 		printSummary(env, cfg, sum, msg, checks...)
 	}

@@ -22,7 +22,9 @@ run's source read is planned on their statistics); with --out it writes a
 JSON Lines snapshot instead. The same N, week and seed always give the
 same data. Into tables that already hold customers it adds the customers
 that are new and the week's activity, so a demo can have several weeks;
-seeding a week twice adds nothing. Never point it at a production database.
+seeding a week twice adds nothing. Only activity recorded by now is
+written: a week not over yet gets what has happened so far, never a row
+recorded in the future. Never point it at a production database.
 
 Examples:
   digest seed --customers 1000 --week 2026-W48 --out /tmp/week48.jsonl
@@ -48,7 +50,7 @@ func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--week: %v", err)
 	}
-	records := snapshot.Synthetic(*n, w, *seed)
+	records := snapshot.SyntheticUntil(*n, w, *seed, env.now()) // nothing recorded in the future
 	if *out != "" {
 		f, err := os.Create(*out)
 		if err != nil {

@@ -216,6 +216,10 @@ func TestRunbookNamesAreReal(t *testing.T) {
 	}
 	// What metrics.PushPrune pushes, in a registry of its own.
 	exported := map[string]bool{"digest_receipts_pruned_total": true, "digest_last_prune_timestamp_seconds": true}
+	// What metrics.PushWeekState pushes, under job digest_week.
+	for _, n := range append(metrics.WeekMetricNames, metrics.WeekJob) {
+		exported[n] = true
+	}
 	for _, mf := range mfs {
 		exported[mf.GetName()] = true
 		if mf.GetType().String() == "HISTOGRAM" {

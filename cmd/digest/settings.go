@@ -32,7 +32,7 @@ type config struct {
 	From, ListUnsubscribe                                string
 	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile string
 	Rate, Burst, Concurrency, SMTPTimeout, Lease         string
-	ReplayHorizon, TZ, Type, Version                     string
+	ReplayHorizon, TZ, Type, Version, Settle             string
 	LogLevel, PushgatewayURL, MetricsAddr                string
 }
 
@@ -73,6 +73,7 @@ var settingsTable = []setting{
 	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)", gSend, func(c *config) *string { return &c.Lease }},
 	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention, func(c *config) *string { return &c.ReplayHorizon }},
 	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest, func(c *config) *string { return &c.TZ }},
+	{"DIGEST_SETTLE", "settle", "4h", "how long after a week's end (in DIGEST_TZ) its cutoff lies: activity recorded up to then is in the week's digests (rows are recorded after they occur: settlements, nightly imports). A run that sends refuses a week before it unless --early-cutoff; keep it below the schedule's offset from the week's end (the CronJob runs Monday 06:00)", gDigest, func(c *config) *string { return &c.Settle }},
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest, func(c *config) *string { return &c.Type }},
 	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest, func(c *config) *string { return &c.Version }},
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog, func(c *config) *string { return &c.LogLevel }},

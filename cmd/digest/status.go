@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"text/tabwriter"
@@ -12,13 +11,27 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 const statusHelp = `Usage: digest status [--week YYYY-Www] [--snapshot FILE.jsonl] [--shard I/N] [--send-empty] [--json]
 
-Answers "is this week done?". Reads the source as the week's first run
-pinned it (its as_of cutoff and zone; nothing is pinned, claimed or sent)
-and counts the digests a run would send: built, not empty (unless
+Answers "is this week done?": every customer of the week is accounted for.
+Reads the source as the week's pin says (its as_of cutoff and zone;
+nothing is pinned, claimed or sent; before any run that sends, as of the
+week's cutoff, its end plus DIGEST_SETTLE, or now if earlier) and gives
+each customer, in --shard if given, one outcome: sent, failed, pruned,
+suppressed, skipped_empty, skipped_not_built (decided); held, quarantined
+(need review); observed_not_sent (an observe run's, or the rest of a
+--cohort run: "digest run --week W" sends them), pending (no run met
+it), claimed_retryable (a run holds or will retry it), excluded_by_cutoff
+(no activity as of an early cutoff, activity since). The verdict is
+complete only when every customer is decided and nothing needs review.
+A partial cutoff (run --early-cutoff), or an early pin an older version
+made, is shown with the activity rows and customers it left out; the way
+out is "digest repin" (docs/operations.md).
+
+It also counts the digests a run would send: built, not empty (unless
 --send-empty, as given to the run), not suppressed, in --shard if given.
 Against them, the week's receipts by state: settled (sent, failed or acknowledged; a
 digest found at the provider is sent), needing review (held or
@@ -39,12 +52,20 @@ A week no run has pinned yet is "not run yet".
 
 --json prints one object for scripts: week, type, version, pinned, as_of,
 zone, shard, expected, not_built, receipts (by state), settled,
-needs_review, remaining, coverage, pruned, pruned_receipts, last_run
-(run_id, mode, shard, exit_code, started_at, ended_at; null before any run), verdict
-(complete, remaining, needs_review or not_run_yet) and exit_code.
+needs_review, remaining (undecided customers), coverage, pruned,
+pruned_receipts, last_run (run_id, mode, shard, exit_code, started_at,
+ended_at; null before any run), week_end, cutoff (end + settle),
+partial_cutoff, early_pin, repinned_from, excluded_rows and
+excluded_customers (null when the pin is not early), customers (by
+outcome), undecided, next_command, verdict (complete, remaining,
+partial_cutoff, needs_review or not_run_yet) and exit_code.
 
-Exit codes: 0 the week is complete, 3 digests remain (or the week was not
-run yet), 4 some need review (outranks 3), 2 usage.
+With DIGEST_PUSHGATEWAY_URL set, status pushes the week's state (job
+digest_week; docs/operations.md, "Week state").
+
+Exit codes: 0 the week is complete, 3 customers remain undecided (or the
+week was not run yet, or its cutoff is partial), 4 some need review
+(outranks 3), 2 usage.
 
 Examples:
   digest status                 # the week before now
@@ -56,10 +77,11 @@ Examples:
 
 // Verdicts of status, in its JSON.
 const (
-	verdictComplete  = "complete"
-	verdictRemaining = "remaining"
-	verdictReview    = "needs_review"
-	verdictNotRun    = "not_run_yet"
+	verdictComplete  = weekstatus.VerdictComplete
+	verdictRemaining = weekstatus.VerdictRemaining
+	verdictReview    = weekstatus.VerdictReview
+	verdictNotRun    = weekstatus.VerdictNotRun
+	verdictPartial   = weekstatus.VerdictPartial
 )
 
 // weekStatus is what status reports; its JSON field names are stable.
@@ -81,13 +103,26 @@ type weekStatus struct {
 	Pruned         bool             `json:"pruned"`
 	PrunedReceipts int64            `json:"pruned_receipts"`
 	LastRun        *ledger.RunEnd   `json:"last_run"`
-	Verdict        string           `json:"verdict"`
-	ExitCode       int              `json:"exit_code"`
+	// Added by issue 19: the cutoff and every customer's outcome.
+	WeekEnd           time.Time         `json:"week_end"`
+	Cutoff            time.Time         `json:"cutoff"`
+	PartialCutoff     bool              `json:"partial_cutoff"`
+	EarlyPin          bool              `json:"early_pin"`
+	RepinnedFrom      *time.Time        `json:"repinned_from"`
+	ExcludedRows      *int64            `json:"excluded_rows"`
+	ExcludedCustomers *int64            `json:"excluded_customers"`
+	Customers         weekstatus.Counts `json:"customers"`
+	Undecided         int64             `json:"undecided"`
+	NextCommand       string            `json:"next_command"`
+	Verdict           string            `json:"verdict"`
+	ExitCode          int               `json:"exit_code"`
+
+	cutoffOpen bool // the partial or early cutoff left activity out, or may yet
 }
 
 func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", statusHelp)
-	st := register(fs, env, gLedger, gKeys, gDigest, gLog, gRetention)
+	st := register(fs, env, gLedger, gKeys, gDigest, gLog, gRetention, gPush)
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
 	shard := fs.String("shard", "", "I/N: only the digests of shard I of N; /N takes I from $JOB_COMPLETION_INDEX")
@@ -115,61 +150,33 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if *snap == "" && st.DatabaseURL == "" {
 		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
-	log := newLogger(env, st)
-	var keys *digest.Keyring
-	if !sh.All() {
-		if keys, err = loadKeyring(st, log); err != nil {
-			return err
-		}
+	settle, err := st.duration(&st.Settle)
+	if err != nil {
+		return err
 	}
+	log := newLogger(env, st)
 	store, err := openLedger(ctx, st, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	keys, err := loadKeyring(st, log) // customers are matched to receipts by key
+	if err != nil {
+		return err
+	}
+	source, closeSource, err := openSource(ctx, st, *snap, store, log)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
 
-	spec := digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version}
-	ws := &weekStatus{Week: w.String(), Type: st.Type, Version: st.Version, Shard: sh.String(), Receipts: map[string]int64{}}
-	spec, pin, pinned, err := pinnedSpec(ctx, store, spec)
+	q := statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
+		settle: settle, shard: sh, sendEmpty: *sendEmpty, keys: keys, now: env.now()}
+	ws, c, stones, err := computeStatus(ctx, store, source, q)
 	if err != nil {
 		return err
 	}
-	var expected []digest.Identity
-	if pinned {
-		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
-		source, closeSource, err := openSource(ctx, st, *snap, store, log)
-		if err != nil {
-			return err
-		}
-		expected, ws.NotBuilt, err = expectedDigests(ctx, source, spec, pin.AsOf, sh, *sendEmpty)
-		closeSource()
-		if err != nil {
-			return err
-		}
-		n := int64(len(expected))
-		ws.Expected = &n
-	}
-	c, err := store.Counts(ctx, w)
-	if err != nil {
-		return err
-	}
-	if !sh.All() {
-		kr := keys
-		if k, ok := keys.Pinned(pin.KeyID); ok {
-			kr = k
-		}
-		if c.ByState, err = shardStates(ctx, store, w, kr, expected); err != nil {
-			return err
-		}
-	}
-	stones, err := store.Tombstones(ctx, digest.ISOWeek{})
-	if err != nil {
-		return err
-	}
-	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: st.Type, Week: w, Version: st.Version}); err != nil {
-		return err
-	}
-	ws.settle(c, stones)
+	pushWeekState(ctx, env, st, log, ws)
 	var rep ledger.RepeatReport
 	if !*asJSON {
 		if rep, err = store.Repeats(ctx, w, horizon); err != nil {
@@ -188,71 +195,6 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	return ws.exit()
 }
 
-// expectedDigests reads the source as the week's runs do and returns the
-// identities of the digests a run would send (run.Classify), and how many
-// records could not be read or built.
-func expectedDigests(ctx context.Context, source digest.Source, spec digest.Spec, asOf time.Time, sh digest.Shard, sendEmpty bool) ([]digest.Identity, int64, error) {
-	var (
-		ids      []digest.Identity
-		notBuilt int64
-	)
-	q := digest.SourceQuery{Week: spec.Week, Location: spec.Location, AsOf: asOf, Shard: sh}
-	for rec, err := range source.Records(ctx, q) {
-		var bad *digest.BadRecordError
-		if errors.As(err, &bad) {
-			notBuilt++
-			continue
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("read source: %w", err)
-		}
-		d, v, _ := run.Classify(rec, spec, sh, sendEmpty)
-		switch v {
-		case run.Send:
-			ids = append(ids, d.Identity)
-		case run.Invalid:
-			notBuilt++
-		}
-	}
-	return ids, notBuilt, ctx.Err()
-}
-
-// shardStates counts the receipts of the shard's digests by state: the
-// week's receipts, read once in key order, matched to the digests' keys
-// (any key id of the keyring, the pinned one first).
-func shardStates(ctx context.Context, store ledger.Store, w digest.ISOWeek, kr *digest.Keyring, ids []digest.Identity) (map[digest.State]int64, error) {
-	owner := map[digest.Key]int{}
-	for i, id := range ids {
-		for _, k := range kr.Candidates(id) {
-			owner[k] = i
-		}
-	}
-	state := map[int]digest.State{}
-	f := ledger.ListFilter{Week: w, Limit: 1000}
-	for {
-		page, err := store.List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page {
-			if i, ok := owner[r.Key]; ok {
-				if _, seen := state[i]; !seen {
-					state[i] = r.State
-				}
-			}
-		}
-		if len(page) < f.PageSize() {
-			break
-		}
-		f.After = page[len(page)-1].Key
-	}
-	out := map[digest.State]int64{}
-	for _, s := range state {
-		out[s]++
-	}
-	return out, nil
-}
-
 // lastRun adds how the last run of pin ended.
 func (ws *weekStatus) lastRun(ctx context.Context, store ledger.Store, pin digest.SnapshotPin) error {
 	e, ok, err := store.LastRun(ctx, pin)
@@ -263,21 +205,29 @@ func (ws *weekStatus) lastRun(ctx context.Context, store ledger.Store, pin diges
 	return nil
 }
 
-// settle derives settled, review, remaining, coverage and the verdict.
-func (ws *weekStatus) settle(c ledger.Counts, stones []digest.PruneTombstone) {
-	for _, s := range receiptStates {
-		ws.Receipts[string(s)] = c.ByState[s]
-	}
+// pruned marks the week pruned when a tombstone of its type and version
+// (or of every type) is among stones.
+func (ws *weekStatus) pruned(stones []digest.PruneTombstone) {
 	for _, t := range stones {
 		if t.Pin.Week.String() == ws.Week && (t.Pin.Type == "" || (t.Pin.Type == ws.Type && t.Pin.Version == ws.Version)) {
 			ws.Pruned, ws.PrunedReceipts = true, t.ReceiptsPruned
-			break
+			return
 		}
 	}
-	ws.Settled = c.Settled() + ws.PrunedReceipts // sent, failed, acknowledged
+}
+
+// settle derives settled, review, remaining, coverage, the next command
+// and the verdict from the receipts c and the customers' outcomes.
+func (ws *weekStatus) settle(c ledger.Counts) {
+	for _, s := range receiptStates {
+		ws.Receipts[string(s)] = c.ByState[s]
+	}
+	cu := ws.Customers
+	ws.Settled = cu[weekstatus.Sent] + cu[weekstatus.Failed] + cu[weekstatus.Acknowledged] + cu[weekstatus.Pruned]
 	ws.NeedsReview = c.NeedsReview()
+	ws.Undecided = cu.Undecided()
 	if ws.Expected != nil {
-		rem := max(0, *ws.Expected-ws.Settled-ws.NeedsReview)
+		rem := ws.Undecided
 		ws.Remaining = &rem
 		cov := 1.0
 		if *ws.Expected > 0 {
@@ -285,30 +235,48 @@ func (ws *weekStatus) settle(c ledger.Counts, stones []digest.PruneTombstone) {
 		}
 		ws.Coverage = &cov
 	}
-	switch {
-	case ws.NeedsReview > 0:
-		ws.Verdict, ws.ExitCode = verdictReview, ExitReview
-	case !ws.Pinned:
-		ws.Verdict, ws.ExitCode = verdictNotRun, ExitIncomplete
-	case *ws.Remaining > 0:
-		ws.Verdict, ws.ExitCode = verdictRemaining, ExitIncomplete
+	ws.Verdict = weekstatus.Week{Pinned: ws.Pinned, ReceiptsNeedReview: ws.NeedsReview, Customers: cu, CutoffOpen: ws.cutoffOpen}.Verdict()
+	switch ws.Verdict {
+	case verdictReview:
+		ws.ExitCode, ws.NextCommand = ExitReview, "digest review list --week "+ws.Week
+	case verdictComplete:
+		ws.ExitCode = ExitOK
+	case verdictPartial:
+		ws.ExitCode, ws.NextCommand = ExitIncomplete, fmt.Sprintf("digest repin --week %s --reason ... (after %s)", ws.Week, ws.Cutoff.UTC().Format(time.RFC3339))
 	default:
-		ws.Verdict, ws.ExitCode = verdictComplete, ExitOK
+		ws.ExitCode, ws.NextCommand = ExitIncomplete, "digest run --week "+ws.Week
 	}
 }
 
 // exit returns the error that makes status exit with ws.ExitCode, its
 // message on stderr.
 func (ws *weekStatus) exit() error {
+	cu := ws.Customers
 	switch ws.Verdict {
 	case verdictReview:
 		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: %d receipts need review: digest review list --week %s", ws.Week, ws.NeedsReview, ws.Week)}
 	case verdictNotRun:
-		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: not run yet: no run has pinned the week", ws.Week)}
+		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: not run yet: no run that sends has pinned the week (%d customers observed, not sent; %d pending); after its cutoff %s: digest run --week %s",
+			ws.Week, cu[weekstatus.ObservedNotSent], cu[weekstatus.Pending], ws.Cutoff.UTC().Format(time.RFC3339), ws.Week)}
+	case verdictPartial:
+		what := "partial cutoff (run --early-cutoff)"
+		if ws.EarlyPin {
+			what = "early pin (made by an older version before the week's end plus the settle time)"
+		}
+		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: %s at %s, before the cutoff %s: %s activity rows of %s customers recorded since are not in its digests (%d customers have none as of the pin); the way out, once past the cutoff: %s (docs/operations.md)",
+			ws.Week, what, ws.AsOf.UTC().Format(time.RFC3339), ws.Cutoff.UTC().Format(time.RFC3339), countOrDash(ws.ExcludedRows), countOrDash(ws.ExcludedCustomers), cu[weekstatus.Excluded], ws.NextCommand)}
 	case verdictRemaining:
-		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: %d of %d digests remain", ws.Week, *ws.Remaining, *ws.Expected)}
+		return &exitError{code: ws.ExitCode, err: fmt.Errorf("%s: %d of %d customers undecided: %d observed, not sent (the rest of a --cohort run, or an observe run's), %d pending, %d claimed or retryable; send them: %s",
+			ws.Week, ws.Undecided, cu.Total(), cu[weekstatus.ObservedNotSent], cu[weekstatus.Pending], cu[weekstatus.InFlight], ws.NextCommand)}
 	}
 	return nil
+}
+
+func countOrDash(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
 }
 
 // printStatus prints the table: the lines status always printed (week,
@@ -336,6 +304,20 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 	} else {
 		fmt.Fprintf(tw, "receipts of\tthe whole ISO week, any type and version (receipts carry neither)\n")
 	}
+	fmt.Fprintf(tw, "week end\t%s\n", ws.WeekEnd.UTC().Format(time.RFC3339))
+	fmt.Fprintf(tw, "cutoff\t%s (the end plus DIGEST_SETTLE)\n", ws.Cutoff.UTC().Format(time.RFC3339))
+	switch {
+	case ws.PartialCutoff:
+		fmt.Fprintf(tw, "pin\tpartial cutoff (--early-cutoff)\n")
+	case ws.EarlyPin:
+		fmt.Fprintf(tw, "pin\tearly pin: made before the cutoff by an older version, not marked partial\n")
+	}
+	if ws.RepinnedFrom != nil {
+		fmt.Fprintf(tw, "repinned from\t%s\n", ws.RepinnedFrom.UTC().Format(time.RFC3339))
+	}
+	if ws.ExcludedRows != nil {
+		fmt.Fprintf(tw, "excluded by the cutoff\t%d activity rows of %d customers recorded after as_of\n", *ws.ExcludedRows, *ws.ExcludedCustomers)
+	}
 	if ws.Pinned {
 		fmt.Fprintf(tw, "as_of\t%s (%s)\n", ws.AsOf.UTC().Format(time.RFC3339), ws.Zone)
 		fmt.Fprintf(tw, "expected\t%d %s %s digests\n", *ws.Expected, ws.Type, ws.Version)
@@ -349,12 +331,25 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 		fmt.Fprintf(tw, "as_of\t- (not run yet: no run has pinned the week)\n")
 		fmt.Fprintf(tw, "expected\t- (not run yet)\n")
 	}
+	fmt.Fprintf(tw, "customers\t%d\n", ws.Customers.Total())
+	for _, o := range weekstatus.Outcomes {
+		if n := ws.Customers[o]; n > 0 || o == weekstatus.Sent {
+			fmt.Fprintf(tw, "  %s\t%d\n", o, n)
+		}
+	}
+	if n := ws.Customers[weekstatus.ObservedNotSent]; n > 0 {
+		fmt.Fprintf(tw, "observed, not sent\t%d: the cohort's remainder (or an observe run's); send them: digest run --week %s\n", n, ws.Week)
+	}
+	fmt.Fprintf(tw, "undecided\t%d\n", ws.Undecided)
 	if r := ws.LastRun; r != nil {
 		fmt.Fprintf(tw, "last run\t%s, %s, shard %s, exit %d, run %s\n", r.EndedAt.UTC().Format(time.RFC3339), r.Mode, r.Shard, r.ExitCode, r.RunID)
 	} else {
 		fmt.Fprintf(tw, "last run\t-\n")
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", ws.Verdict)
+	if ws.NextCommand != "" {
+		fmt.Fprintf(tw, "next\t%s\n", ws.NextCommand)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Pinned returns what the first run of pin fixed (as_of, zone, key id),
@@ -19,8 +21,9 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.We
 	var (
 		wp        digest.WeekPin
 		zone, kid *string
+		from      *time.Time
 	)
-	err = s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid)
+	err = s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid, &wp.Partial, &from)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}
@@ -28,8 +31,42 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.We
 		return digest.WeekPin{}, false, fmt.Errorf("read pin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
 	wp.AsOf = wp.AsOf.UTC()
-	wp.Zone, wp.KeyID = deref(zone), deref(kid)
+	wp.Zone, wp.KeyID, wp.RepinnedFrom = deref(zone), deref(kid), timeOrZero(from)
 	return wp, true, nil
+}
+
+// Repin moves pin's cutoff forward to asOf; see ledger.Store.
+func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Time, by ledger.Action) (_ time.Time, err error) {
+	defer classify(&err)
+	var from time.Time
+	err = s.pool.QueryRow(ctx, repinSQL, pin.Type, pin.Week.String(), pin.Version, asOf.UTC().Truncate(time.Microsecond),
+		s.nowUTC(), by.Detail("repinned")).Scan(&from)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, ledger.RepinRefused(ctx, s, pin, asOf)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("repin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	return from.UTC(), nil
+}
+
+// ObservedKeys returns the distinct keys observed in week.
+func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek) (_ map[digest.Key]bool, err error) {
+	defer classify(&err)
+	rows, err := s.pool.Query(ctx, observedKeysSQL, week.String())
+	if err != nil {
+		return nil, fmt.Errorf("observed keys of %s: %w", week, err)
+	}
+	out := map[digest.Key]bool{}
+	var k string
+	_, err = pgx.ForEachRow(rows, []any{&k}, func() error {
+		out[digest.Key(k)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("observed keys of %s: %w", week, err)
+	}
+	return out, nil
 }
 
 func deref(s *string) string {

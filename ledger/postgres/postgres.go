@@ -31,6 +31,8 @@ var (
 	pinSnapshotSQL  = queries.Get("PinSnapshot")
 	countByKeyIDSQL = queries.Get("CountByKeyID")
 	pinnedSQL       = queries.Get("Pinned")
+	repinSQL        = queries.Get("Repin")
+	observedKeysSQL = queries.Get("ObservedKeys")
 )
 
 // Store is the ledger on PostgreSQL. It is safe for concurrent use.
@@ -194,12 +196,14 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 	defer classify(&err)
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var from *time.Time
 		err := tx.QueryRow(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version,
-			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID).
-			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID)
+			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID, proposed.Partial).
+			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from)
 		if err != nil {
 			return err
 		}
+		wp.RepinnedFrom = timeOrZero(from)
 		rows, err := tx.Query(ctx, countByKeyIDSQL, pin.Week.String())
 		if err != nil {
 			return err

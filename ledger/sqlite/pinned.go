@@ -5,25 +5,63 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Pinned returns what the first run of pin fixed; see the PostgreSQL store's Pinned.
 func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.WeekPin, _ bool, err error) {
 	defer classify(&err)
 	var (
-		wp        digest.WeekPin
-		asOf      sql.NullInt64
-		zone, kid sql.NullString
+		wp         digest.WeekPin
+		asOf, from sql.NullInt64
+		zone, kid  sql.NullString
 	)
-	err = s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid)
+	err = s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid, &wp.Partial, &from)
 	if errors.Is(err, sql.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}
 	if err != nil {
 		return digest.WeekPin{}, false, fmt.Errorf("read pin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 	}
-	wp.AsOf, wp.Zone, wp.KeyID = fromMicros(asOf), zone.String, kid.String
+	wp.AsOf, wp.Zone, wp.KeyID, wp.RepinnedFrom = fromMicros(asOf), zone.String, kid.String, fromMicros(from)
 	return wp, true, nil
+}
+
+// Repin moves pin's cutoff forward to asOf; see ledger.Store.
+func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Time, by ledger.Action) (_ time.Time, err error) {
+	defer classify(&err)
+	var from sql.NullInt64
+	err = s.write(ctx, func(tx sqliteTx) error {
+		return tx.QueryRowContext(ctx, repinSQL, pin.Type, pin.Week.String(), pin.Version, asOf.UnixMicro(),
+			s.nowUTC().UnixMicro(), by.Detail("repinned")).Scan(&from)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, ledger.RepinRefused(ctx, s, pin, asOf)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("repin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
+	}
+	return fromMicros(from), nil
+}
+
+// ObservedKeys returns the distinct keys observed in week.
+func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek) (_ map[digest.Key]bool, err error) {
+	defer classify(&err)
+	rows, err := s.db.QueryContext(ctx, observedKeysSQL, week.String())
+	if err != nil {
+		return nil, fmt.Errorf("observed keys of %s: %w", week, err)
+	}
+	defer rows.Close()
+	out := map[digest.Key]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out[digest.Key(k)] = true
+	}
+	return out, rows.Err()
 }

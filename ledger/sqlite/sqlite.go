@@ -56,6 +56,8 @@ var (
 	pinSnapshotSQL  = queries.Get("PinSnapshot")
 	countByKeyIDSQL = queries.Get("CountByKeyID")
 	pinnedSQL       = queries.Get("Pinned")
+	repinSQL        = queries.Get("Repin")
+	observedKeysSQL = queries.Get("ObservedKeys")
 )
 
 // busyTimeout is how long a writer waits for another process's write lock.
@@ -221,13 +223,13 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 	defer classify(&err)
 	wp := digest.WeekPin{ReceiptsByKeyID: map[string]int64{}}
 	err = s.write(ctx, func(tx sqliteTx) error {
-		var asOf sql.NullInt64
+		var asOf, from sql.NullInt64
 		err := tx.QueryRowContext(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
-			proposed.Zone, proposed.KeyID).Scan(&asOf, &wp.Zone, &wp.KeyID)
+			proposed.Zone, proposed.KeyID, proposed.Partial).Scan(&asOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from)
 		if err != nil {
 			return err
 		}
-		wp.AsOf = fromMicros(asOf)
+		wp.AsOf, wp.RepinnedFrom = fromMicros(asOf), fromMicros(from)
 		rows, err := tx.QueryContext(ctx, countByKeyIDSQL, pin.Week.String())
 		if err != nil {
 			return err

@@ -2,16 +2,17 @@
 
 -- name: PinSnapshot
 -- Stores what pin ($1 type, $2 week, $3 version) fixes if the pin is new:
--- as_of $4, created at $5, zone $6, key id $7. DO UPDATE rather than DO
+-- as_of $4, created at $5, zone $6, key id $7, partial $8 (an early
+-- cutoff, --early-cutoff). DO UPDATE rather than DO
 -- NOTHING: it returns the row whichever run inserted it (waiting for a
 -- concurrent first run to commit), and it lets a pin made before zones and
 -- key ids were pinned (NULL) adopt this run's, once. as_of never changes.
-INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id, partial)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
     zone = coalesce(p.zone, excluded.zone),
     key_id = coalesce(p.key_id, excluded.key_id)
-RETURNING as_of, zone, key_id;
+RETURNING as_of, zone, key_id, partial, repinned_from;
 
 -- name: CountByKeyID
 -- Week $1's receipts by key id. Receipts store the week, not the type or
@@ -20,8 +21,22 @@ SELECT key_id, count(*) FROM receipts WHERE iso_week = $1 GROUP BY key_id;
 
 -- name: Pinned
 -- What the first run of pin ($1 type, $2 week, $3 version) fixed.
-SELECT as_of, zone, key_id FROM snapshot_pins
+SELECT as_of, zone, key_id, partial, repinned_from FROM snapshot_pins
 WHERE digest_type = $1 AND iso_week = $2 AND version = $3;
+
+-- name: Repin
+-- Moves the cutoff of pin ($1 type, $2 week, $3 version) forward to $4,
+-- made whole (not partial), at $5, detail $6: "digest repin". Only
+-- forward, or a partial pin to where it stands: a cutoff never moves back
+-- over activity a run already read. No row: not pinned, or not early.
+UPDATE snapshot_pins SET repinned_from = as_of, as_of = $4, partial = false, repinned_at = $5, repin_detail = $6
+WHERE digest_type = $1 AND iso_week = $2 AND version = $3 AND (as_of < $4 OR (partial AND as_of <= $4))
+RETURNING repinned_from;
+
+-- name: ObservedKeys
+-- The distinct keys observe runs saw in week $1 (observe mode and a
+-- cohort's observed rest), for status.
+SELECT DISTINCT key FROM observations WHERE iso_week = $1;
 
 -- name: CurrentSchema
 SELECT current_schema();

@@ -2,14 +2,14 @@
 
 -- name: PinSnapshot
 -- Stores what pin (?1 type, ?2 week, ?3 version) fixes if the pin is new:
--- as_of ?4, created at ?5, zone ?6, key id ?7. A pin made before zones and
+-- as_of ?4, created at ?5, zone ?6, key id ?7, partial ?8. A pin made before zones and
 -- key ids were pinned (NULL) adopts this run's, once; as_of never changes.
-INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id, partial)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
     zone = coalesce(p.zone, excluded.zone),
     key_id = coalesce(p.key_id, excluded.key_id)
-RETURNING as_of, zone, key_id;
+RETURNING as_of, zone, key_id, partial, repinned_from;
 
 -- name: CountByKeyID
 -- Week ?1's receipts by key id. Receipts store the week, not the type or
@@ -18,5 +18,14 @@ SELECT key_id, count(*) FROM receipts WHERE iso_week = ?1 GROUP BY key_id;
 
 -- name: Pinned
 -- What the first run of pin (?1 type, ?2 week, ?3 version) fixed.
-SELECT as_of, zone, key_id FROM snapshot_pins
+SELECT as_of, zone, key_id, partial, repinned_from FROM snapshot_pins
 WHERE digest_type = ?1 AND iso_week = ?2 AND version = ?3;
+
+-- name: Repin
+-- See the PostgreSQL edition: forward only, or a partial pin made whole.
+UPDATE snapshot_pins SET repinned_from = as_of, as_of = ?4, partial = 0, repinned_at = ?5, repin_detail = ?6
+WHERE digest_type = ?1 AND iso_week = ?2 AND version = ?3 AND (as_of < ?4 OR (partial AND as_of <= ?4))
+RETURNING repinned_from;
+
+-- name: ObservedKeys
+SELECT DISTINCT key FROM observations WHERE iso_week = ?1;

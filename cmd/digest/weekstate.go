@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/weekstatus"
+)
+
+// statusQuery is what "digest status" (and the week-state push after a
+// run) computes a week's status for.
+type statusQuery struct {
+	spec      digest.Spec // week, type, version; the zone unless the week is pinned to one
+	settle    time.Duration
+	shard     digest.Shard
+	sendEmpty bool
+	keys      *digest.Keyring
+	now       time.Time
+}
+
+// computeStatus accounts for every customer of the week: it reads the
+// source as of the week's pin (or, unpinned, as of its cutoff or now if
+// earlier), the week's receipts and observed keys, and matches each
+// customer's digest to its receipt by key. It reads the week's receipts
+// and observed keys into memory once (one map entry per receipt).
+func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekStatus, ledger.Counts, []digest.PruneTombstone, error) {
+	w := q.spec.Week
+	ws := &weekStatus{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
+	spec, pin, pinned, err := pinnedSpec(ctx, store, q.spec)
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	ws.WeekEnd, ws.Cutoff = w.End(spec.Location), run.Cutoff(w, spec.Location, q.settle)
+	latest := ws.Cutoff
+	if q.now.Before(latest) {
+		latest = q.now
+	}
+	asOf, kr := latest, q.keys
+	if pinned {
+		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
+		asOf = pin.AsOf
+		ws.PartialCutoff, ws.EarlyPin = pin.Partial, run.EarlyPin(pin, w, spec.Location, q.settle)
+		if !pin.RepinnedFrom.IsZero() {
+			ws.RepinnedFrom = &pin.RepinnedFrom
+		}
+		if k, ok := q.keys.Pinned(pin.KeyID); ok {
+			kr = k
+		}
+	}
+	stones, err := store.Tombstones(ctx, digest.ISOWeek{})
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	ws.pruned(stones)
+	receipts, err := weekReceipts(ctx, store, w)
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	observed, err := store.ObservedKeys(ctx, w)
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	tl, err := weekstatus.Count(ctx, weekstatus.Input{Source: source, Spec: spec, AsOf: asOf, Latest: latest, Shard: q.shard,
+		SendEmpty: q.sendEmpty, Keys: kr.Candidates, Receipts: receipts, Observed: observed, Pruned: ws.Pruned})
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	ws.Customers = weekstatus.Counts{}
+	for _, o := range weekstatus.Outcomes {
+		ws.Customers[o] = tl.Customers[o]
+	}
+	ws.NotBuilt = tl.Customers[weekstatus.SkippedNotBuilt]
+	if pinned {
+		n := tl.Expected
+		ws.Expected = &n
+	}
+	if ws.PartialCutoff || ws.EarlyPin {
+		ws.ExcludedRows, ws.ExcludedCustomers = &tl.ExcludedRows, &tl.ExcludedCustomers
+		ws.cutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
+	}
+	c, err := store.Counts(ctx, w)
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	if !q.shard.All() {
+		c.ByState = tl.ReceiptStates // the shard's digests', matched by key
+	}
+	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	ws.settle(c)
+	return ws, c, stones, nil
+}
+
+// weekReceipts reads the week's receipts once, in key order.
+func weekReceipts(ctx context.Context, store ledger.Store, w digest.ISOWeek) (map[digest.Key]weekstatus.Receipt, error) {
+	out := map[digest.Key]weekstatus.Receipt{}
+	f := ledger.ListFilter{Week: w, Limit: 1000}
+	for {
+		page, err := store.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			out[r.Key] = weekstatus.Receipt{State: r.State}
+		}
+		if len(page) < f.PageSize() {
+			return out, nil
+		}
+		f.After = page[len(page)-1].Key
+	}
+}
+
+// pushWeekState pushes ws as the week's state (metrics.PushWeekState) when
+// DIGEST_PUSHGATEWAY_URL is set. A failure is logged; it never changes the
+// command's exit code.
+func pushWeekState(ctx context.Context, env *Env, st *settings, log *slog.Logger, ws *weekStatus) {
+	if st.PushgatewayURL == "" || ws.Shard != "all" {
+		return // a shard's status is not the week's
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	defer cancel()
+	customers := map[string]int64{}
+	for o, n := range ws.Customers {
+		customers[string(o)] = n
+	}
+	s := metrics.WeekState{Week: ws.Week, End: ws.WeekEnd, Complete: ws.Verdict == verdictComplete,
+		NeedsReview: ws.NeedsReview, Customers: customers, At: env.now()}
+	if err := metrics.PushWeekState(ctx, st.PushgatewayURL, nil, s); err != nil {
+		log.Error("metrics: week state push failed", "week", ws.Week, "err", err)
+	}
+}
+
+// pushWeekOf computes the week's whole status (every shard) and pushes it,
+// when DIGEST_PUSHGATEWAY_URL is set: after every run of the week, so
+// that the week's state is current whatever the run's exit code said.
+//
+// "digest schedule" serves its metrics instead of pushing: its runs push
+// no week state ("digest status" run beside it does).
+func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, source digest.Source, q statusQuery) {
+	if _, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry); scheduled || st.PushgatewayURL == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
+	defer cancel()
+	q.shard, q.now = digest.Shard{}, env.now()
+	ws, _, _, err := computeStatus(ctx, store, source, q)
+	if err != nil {
+		log.Error("metrics: week state not pushed: the week's status failed", "week", q.spec.Week.String(), "err", err)
+		return
+	}
+	pushWeekState(ctx, env, st, log, ws)
+}
+
+// pushReviewedWeek pushes the state of week w after a review command
+// changed its receipts. The state needs the source (every customer is
+// counted): with DIGEST_DATABASE_URL, the PostgreSQL relations. Without
+// one (an embedded ledger and a snapshot file) nothing is pushed, rather
+// than a state that could not say whether the week is complete; the log
+// says to run "digest status --snapshot FILE" with
+// DIGEST_PUSHGATEWAY_URL instead.
+func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store ledger.Store, w digest.ISOWeek) {
+	if st.PushgatewayURL == "" {
+		return
+	}
+	log := newLogger(env, st)
+	if st.DatabaseURL == "" {
+		log.Warn("metrics: week state not pushed: no source to count the week's customers; push it with: digest status --week "+w.String()+" --snapshot FILE", "week", w.String())
+		return
+	}
+	fail := func(err error) { log.Error("metrics: week state not pushed", "week", w.String(), "err", err) }
+	loc, err := st.location()
+	if err != nil {
+		fail(err)
+		return
+	}
+	settle, err := st.duration(&st.Settle)
+	if err != nil {
+		fail(err)
+		return
+	}
+	keys, err := loadKeyring(st, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	source, closeSource, err := openSource(ctx, st, "", store, log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer closeSource()
+	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
+		settle: settle, keys: keys})
+}
+
+// pushReviewedKey pushes the state of the week of key's receipt; see
+// pushReviewedWeek.
+func pushReviewedKey(ctx context.Context, env *Env, st *settings, store ledger.Store, key digest.Key) {
+	if st.PushgatewayURL == "" {
+		return
+	}
+	r, _, err := store.Show(ctx, key)
+	if err != nil {
+		newLogger(env, st).Error("metrics: week state not pushed", "key", string(key), "err", err)
+		return
+	}
+	if w, err := digest.ParseISOWeek(r.Week); err == nil {
+		pushReviewedWeek(ctx, env, st, store, w)
+	}
+}

@@ -1,0 +1,46 @@
+package weekstatus_test
+
+import (
+	"bufio"
+	"context"
+	"iter"
+	"os"
+	"slices"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+func writeFile(path string, records []digest.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if _, err := snapshot.WriteJSONL(w, slices.Values(records)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// asOfSource keeps the activity recorded by q.AsOf, as the PostgreSQL
+// source does (a snapshot file is fixed and ignores it).
+type asOfSource struct{ digest.Source }
+
+func (s asOfSource) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[digest.Record, error] {
+	return func(yield func(digest.Record, error) bool) {
+		for r, err := range s.Source.Records(ctx, q) {
+			if err == nil {
+				r.Activity = slices.DeleteFunc(slices.Clone(r.Activity), func(a digest.Activity) bool { return a.RecordedAt.After(q.AsOf) })
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,263 @@
+// Package weekstatus accounts for every customer of a week: what became
+// of each one's digest (sent, suppressed, skipped and why, observed but not
+// sent, pending, in flight, held, quarantined, failed), and whether the
+// week is complete, that is, whether every customer's outcome is decided.
+// "digest status" prints it and the week-state metric pushes it.
+package weekstatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/run"
+)
+
+// Outcome is what became of one customer's digest of the week.
+type Outcome string
+
+// Outcomes. The names are the "outcome" label of digest_week_customers and
+// the keys of status --json's "customers": stable.
+const (
+	Sent            Outcome = "sent"              // a sent receipt (or found at the provider)
+	Failed          Outcome = "failed"            // a permanent failure, recorded
+	Pruned          Outcome = "pruned"            // its receipt was pruned: settled before prune
+	Suppressed      Outcome = "suppressed"        // unsubscribed: nothing to send
+	SkippedEmpty    Outcome = "skipped_empty"     // no activity as of the cutoff, and empty digests are not sent
+	SkippedNotBuilt Outcome = "skipped_not_built" // a bad source record (strict runs fail on it, lenient ones skip it)
+	ObservedNotSent Outcome = "observed_not_sent" // seen by an observe run or a cohort's observed rest, never claimed
+	Pending         Outcome = "pending"           // no receipt, and no run met it
+	InFlight        Outcome = "claimed_retryable" // claimed or retryable: a run holds it or will retry it
+	Held            Outcome = "held"              // needs review: maybe sent, nothing could tell
+	Quarantined     Outcome = "quarantined"       // needs review: its content changed
+	Acknowledged    Outcome = "acknowledged"      // an operator closed it (review acknowledge): never sent again
+	// Excluded: no activity as of the week's pin, but activity recorded
+	// after it: an early or partial cutoff left the customer out.
+	Excluded Outcome = "excluded_by_cutoff"
+)
+
+// Outcomes lists every outcome, in the order status prints them.
+var Outcomes = []Outcome{Sent, Failed, Acknowledged, Pruned, Suppressed, SkippedEmpty, SkippedNotBuilt,
+	ObservedNotSent, Pending, InFlight, Held, Quarantined, Excluded}
+
+// Decided reports whether o settles the customer for the week: nothing is
+// left to send or to decide.
+func (o Outcome) Decided() bool {
+	switch o {
+	case Sent, Failed, Acknowledged, Pruned, Suppressed, SkippedEmpty, SkippedNotBuilt:
+		return true
+	}
+	return false
+}
+
+// NeedsReview reports whether o waits for an operator's decision.
+func (o Outcome) NeedsReview() bool { return o == Held || o == Quarantined }
+
+// Counts counts customers by outcome.
+type Counts map[Outcome]int64
+
+// Undecided counts the customers whose digest is neither settled nor
+// waiting for review: what a run still has to send.
+func (c Counts) Undecided() int64 {
+	var n int64
+	for o, k := range c {
+		if !o.Decided() && !o.NeedsReview() {
+			n += k
+		}
+	}
+	return n
+}
+
+// NeedsReview counts the customers whose digest waits for a decision.
+func (c Counts) NeedsReview() int64 { return c[Held] + c[Quarantined] }
+
+// Total counts every customer.
+func (c Counts) Total() int64 {
+	var n int64
+	for _, k := range c {
+		n += k
+	}
+	return n
+}
+
+// Receipt is what status knows of one key's receipt.
+type Receipt struct {
+	State digest.State
+}
+
+// OfReceipt returns the outcome of a digest a run would send, from its
+// receipt (nil: none), whether an observe run saw its key, and whether the
+// week was pruned (a missing receipt was then settled and pruned).
+func OfReceipt(r *Receipt, observed, pruned bool) Outcome {
+	if r == nil {
+		switch {
+		case pruned:
+			return Pruned
+		case observed:
+			return ObservedNotSent
+		}
+		return Pending
+	}
+	switch r.State {
+	case digest.StateSent:
+		return Sent
+	case digest.StateFailed:
+		return Failed
+	case digest.StateHeld:
+		return Held
+	case digest.StateQuarantined:
+		return Quarantined
+	case digest.StateAcknowledged:
+		return Acknowledged
+	}
+	return InFlight // claimed or retryable
+}
+
+// Input is what Tally reads.
+type Input struct {
+	Source    digest.Source
+	Spec      digest.Spec
+	AsOf      time.Time // the week's pin, or what a run would read as of
+	Latest    time.Time // what the source holds now: min(now, cutoff); after AsOf for an early cutoff
+	Shard     digest.Shard
+	SendEmpty bool
+	// Keys returns the candidate keys of a digest (the keyring pinned
+	// with the week, its key id first).
+	Keys     func(digest.Identity) []digest.Key
+	Receipts map[digest.Key]Receipt // the week's receipts by key
+	Observed map[digest.Key]bool    // the week's observed keys
+	Pruned   bool                   // the week was pruned
+}
+
+// Tally is the week's customers by outcome, and what the cutoff left out.
+type Tally struct {
+	Customers Counts
+	// Expected are the digests a run would send (run.Classify's Send).
+	Expected int64
+	// ExcludedRows and ExcludedCustomers count the week's activity rows
+	// recorded after AsOf and by Latest, and their customers: what an
+	// early cutoff left out of the digests. Zero when AsOf is not before
+	// Latest.
+	ExcludedRows, ExcludedCustomers int64
+	// ReceiptStates counts the receipts of the digests counted (those
+	// matched to a customer of the shard) by state.
+	ReceiptStates map[digest.State]int64
+}
+
+// Count reads the source as of in.AsOf (and, when in.Latest is later,
+// also as of in.Latest, to see what the cutoff excluded) and gives each
+// customer of the shard an outcome.
+func Count(ctx context.Context, in Input) (Tally, error) {
+	t := Tally{Customers: Counts{}, ReceiptStates: map[digest.State]int64{}}
+	var later map[string]int // activity rows by customer as of Latest
+	if in.Latest.After(in.AsOf) {
+		later = map[string]int{}
+		q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.Latest, Shard: in.Shard}
+		for rec, err := range in.Source.Records(ctx, q) {
+			var bad *digest.BadRecordError
+			if errors.As(err, &bad) {
+				continue
+			}
+			if err != nil {
+				return Tally{}, fmt.Errorf("read source as of %s: %w", in.Latest.Format(time.RFC3339), err)
+			}
+			if n := len(rec.Activity); n > 0 && in.Shard.Has(rec.Customer.ID) {
+				later[rec.Customer.ID] = n
+			}
+		}
+	}
+	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.AsOf, Shard: in.Shard}
+	for rec, err := range in.Source.Records(ctx, q) {
+		var bad *digest.BadRecordError
+		if errors.As(err, &bad) {
+			t.Customers[SkippedNotBuilt]++
+			continue
+		}
+		if err != nil {
+			return Tally{}, fmt.Errorf("read source: %w", err)
+		}
+		if later != nil {
+			if n := later[rec.Customer.ID] - len(rec.Activity); n > 0 {
+				t.ExcludedRows += int64(n)
+				t.ExcludedCustomers++
+			}
+		}
+		d, v, _ := run.Classify(rec, in.Spec, in.Shard, in.SendEmpty)
+		switch v {
+		case run.OtherShard:
+		case run.Suppressed:
+			t.Customers[Suppressed]++
+		case run.Invalid:
+			t.Customers[SkippedNotBuilt]++
+		case run.Empty:
+			if later[rec.Customer.ID] > 0 {
+				t.Customers[Excluded]++
+			} else {
+				t.Customers[SkippedEmpty]++
+			}
+		case run.Send:
+			t.Expected++
+			o, r := in.outcome(d.Identity)
+			t.Customers[o]++
+			if r != nil {
+				t.ReceiptStates[r.State]++
+			}
+		}
+	}
+	return t, ctx.Err()
+}
+
+// outcome finds the digest's receipt under any candidate key (the pinned
+// key id first) and whether any candidate was observed.
+func (in Input) outcome(id digest.Identity) (Outcome, *Receipt) {
+	observed := false
+	for _, k := range in.Keys(id) {
+		if r, ok := in.Receipts[k]; ok {
+			return OfReceipt(&r, false, in.Pruned), &r
+		}
+		observed = observed || in.Observed[k]
+	}
+	return OfReceipt(nil, observed, in.Pruned), nil
+}
+
+// Verdicts of a week, status --json's "verdict": stable.
+const (
+	VerdictComplete  = "complete"
+	VerdictRemaining = "remaining"
+	VerdictReview    = "needs_review"
+	VerdictNotRun    = "not_run_yet"
+	// VerdictPartial: the week's pin cut it off before its end plus the
+	// settle time (--early-cutoff, or an older version's early pin) and
+	// activity recorded since is not in its digests, or may still come.
+	VerdictPartial = "partial_cutoff"
+)
+
+// Week is what the verdict is decided on.
+type Week struct {
+	Pinned bool // a run that may send pinned the week
+	// ReceiptsNeedReview counts the week's held and quarantined receipts
+	// (of any type and version: "digest review list --week" lists them).
+	ReceiptsNeedReview int64
+	Customers          Counts
+	// CutoffOpen: the pin is partial or early, and it left activity out
+	// (or the week's cutoff is still ahead, so it may yet).
+	CutoffOpen bool
+}
+
+// Verdict is complete only when every customer's outcome is decided and
+// nothing waits for review; a review outranks the rest, as in "digest run".
+func (w Week) Verdict() string {
+	switch {
+	case w.ReceiptsNeedReview > 0 || w.Customers.NeedsReview() > 0:
+		return VerdictReview
+	case !w.Pinned:
+		return VerdictNotRun
+	case w.CutoffOpen:
+		return VerdictPartial
+	case w.Customers.Undecided() > 0:
+		return VerdictRemaining
+	}
+	return VerdictComplete
+}

@@ -1,0 +1,153 @@
+package weekstatus_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/weekstatus"
+)
+
+func TestOfReceipt(t *testing.T) {
+	t.Parallel()
+	r := func(s digest.State) *weekstatus.Receipt { return &weekstatus.Receipt{State: s} }
+	for _, tc := range []struct {
+		name             string
+		r                *weekstatus.Receipt
+		observed, pruned bool
+		want             weekstatus.Outcome
+	}{
+		{"sent", r(digest.StateSent), true, false, weekstatus.Sent},
+		{"failed", r(digest.StateFailed), false, false, weekstatus.Failed},
+		{"held", r(digest.StateHeld), false, false, weekstatus.Held},
+		{"quarantined", r(digest.StateQuarantined), false, false, weekstatus.Quarantined},
+		{"acknowledged: closed by an operator, decided", r(digest.StateAcknowledged), false, false, weekstatus.Acknowledged},
+		{"claimed", r(digest.StateClaimed), false, false, weekstatus.InFlight},
+		{"retryable", r(digest.StateRetryable), false, false, weekstatus.InFlight},
+		{"observed only", nil, true, false, weekstatus.ObservedNotSent},
+		{"never met", nil, false, false, weekstatus.Pending},
+		{"pruned week", nil, false, true, weekstatus.Pruned},
+	} {
+		if got := weekstatus.OfReceipt(tc.r, tc.observed, tc.pruned); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The verdict is never complete while a customer is pending, observed
+// but not sent, in flight or left out by the cutoff.
+func TestVerdictNeverCompleteWithACustomerUnaccountedFor(t *testing.T) {
+	t.Parallel()
+	decided := weekstatus.Counts{weekstatus.Sent: 10, weekstatus.Failed: 1, weekstatus.Suppressed: 2, weekstatus.SkippedEmpty: 3, weekstatus.SkippedNotBuilt: 1, weekstatus.Pruned: 1}
+	if v := (weekstatus.Week{Pinned: true, Customers: decided}).Verdict(); v != weekstatus.VerdictComplete {
+		t.Fatalf("every customer decided: %s, want complete", v)
+	}
+	for _, o := range weekstatus.Outcomes {
+		if o.Decided() {
+			continue
+		}
+		c := weekstatus.Counts{o: 1}
+		for k, n := range decided {
+			c[k] += n
+		}
+		want := weekstatus.VerdictRemaining
+		if o.NeedsReview() {
+			want = weekstatus.VerdictReview
+		}
+		if v := (weekstatus.Week{Pinned: true, Customers: c}).Verdict(); v != want {
+			t.Errorf("one customer %s: %s, want %s", o, v, want)
+		}
+	}
+	if v := (weekstatus.Week{Pinned: true, Customers: decided, CutoffOpen: true}).Verdict(); v != weekstatus.VerdictPartial {
+		t.Errorf("open cutoff: %s, want %s", v, weekstatus.VerdictPartial)
+	}
+	if v := (weekstatus.Week{Customers: decided}).Verdict(); v != weekstatus.VerdictNotRun {
+		t.Errorf("not pinned: %s, want %s", v, weekstatus.VerdictNotRun)
+	}
+	if v := (weekstatus.Week{Pinned: true, Customers: decided, ReceiptsNeedReview: 1}).Verdict(); v != weekstatus.VerdictReview {
+		t.Errorf("a receipt to review: %s", v)
+	}
+}
+
+// Count reads a snapshot file, filtered by recorded_at as the PostgreSQL
+// source is: each customer gets one outcome, and an
+// early as_of shows the rows and customers it left out.
+func TestCountAccountsForEveryCustomer(t *testing.T) {
+	t.Parallel()
+	week := digest.ISOWeek{Year: 2026, Week: 40}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var records []digest.Record
+	for r := range snapshot.Synthetic(60, week, 3) {
+		records = append(records, r)
+	}
+	if err := writeFile(path, records); err != nil {
+		t.Fatal(err)
+	}
+	file, err := snapshot.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := asOfSource{file} // as the PostgreSQL source reads recorded_at
+	kr, err := digest.ParseKeyring("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	end := week.End(time.UTC)
+	in := weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates,
+		Receipts: map[digest.Key]weekstatus.Receipt{}, Observed: map[digest.Key]bool{}}
+	// The first sendable customer is sent, the second observed.
+	n := 0
+	for _, r := range records {
+		if len(r.Activity) == 0 {
+			continue
+		}
+		id := digest.Identity{Customer: r.Customer.ID, Week: week, Type: spec.Type, Version: spec.Version}
+		switch n {
+		case 0:
+			in.Receipts[kr.Candidates(id)[0]] = weekstatus.Receipt{State: digest.StateSent}
+		case 1:
+			in.Observed[kr.Candidates(id)[0]] = true
+		}
+		n++
+	}
+	tl, err := weekstatus.Count(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tl.Customers
+	if c.Total() != 60 || c[weekstatus.Sent] != 1 || c[weekstatus.ObservedNotSent] != 1 ||
+		c[weekstatus.Pending] != tl.Expected-2 || c[weekstatus.SkippedEmpty] == 0 || tl.ExcludedRows != 0 {
+		t.Fatalf("counts %v (expected %d, excluded %d)", c, tl.Expected, tl.ExcludedRows)
+	}
+
+	// As of Wednesday noon, later rows are excluded and counted.
+	in.AsOf = week.Start(time.UTC).Add(60 * time.Hour)
+	tl, err = weekstatus.Count(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, customers, onlyLater int64
+	for _, r := range records {
+		late := 0
+		for _, a := range r.Activity {
+			if a.RecordedAt.After(in.AsOf) {
+				late++
+			}
+		}
+		if late > 0 {
+			rows += int64(late)
+			customers++
+			if late == len(r.Activity) {
+				onlyLater++
+			}
+		}
+	}
+	if tl.ExcludedRows != rows || tl.ExcludedCustomers != customers || tl.Customers[weekstatus.Excluded] != onlyLater || onlyLater == 0 {
+		t.Fatalf("excluded %d rows of %d customers (%d only later), want %d of %d (%d); counts %v",
+			tl.ExcludedRows, tl.ExcludedCustomers, tl.Customers[weekstatus.Excluded], rows, customers, onlyLater, tl.Customers)
+	}
+}

@@ -175,6 +175,9 @@ func NewRenderer() (*Renderer, error) {
 	for _, lang := range Languages {
 		r.langs[lang] = newLangWords(cat, lang)
 	}
+	for _, lang := range regionalWords {
+		r.langs[lang] = newLangWords(cat, lang)
+	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
 		subject, err := texttemplate.ParseFS(templates.FS, templates.Subject(typ))
@@ -325,9 +328,8 @@ type viewTotal struct {
 
 func (r *Renderer) newView(d *Digest) (*view, error) {
 	loc := d.From.Location()
-	lang := MatchLanguage(d.Customer.Locale)
-	f := formatFor(lang)
-	words := r.words(lang)
+	f := localeFor(d.Customer.Locale)
+	words := r.words(f.words)
 	v := &view{
 		Lang:    words.lang,
 		Dir:     "ltr",
@@ -344,7 +346,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
 	v.T = words.labels
-	wk := r.weekWords(words.printer, f, d, newWeekKey(lang, d, v.Type, v.Version))
+	wk := r.weekWords(words.printer, f, d, newWeekKey(f, d, v.Type, v.Version))
 	v.Week, v.Range = wk.week, wk.rng
 	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
 	v.Greeting = words.hello
@@ -362,7 +364,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	for i, t := range d.Totals {
 		v.Totals[i] = viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
 	}
-	if err := formatAmounts(v, d, lang); err != nil {
+	if err := formatAmounts(v, d, f); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -375,20 +377,20 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 // the digest rather than one or two an amount. The amounts are first
 // written one after the other (a), then laid out padded (b), then the
 // fields are set by walking that layout again.
-func formatAmounts(v *view, d *Digest, lang language.Tag) error {
+func formatAmounts(v *view, d *Digest, f *localeFormat) error {
 	var abuf [512]byte
 	var endsBuf [64]int
 	a, ends := abuf[:0], endsBuf[:0] // ends[i]: where the i-th amount ends in a
 	var err error
 	for _, act := range d.Activity {
-		if a, err = appendMoney(a, lang, act.AmountMinor, act.Currency); err != nil {
+		if a, err = appendMoney(a, f, act.AmountMinor, act.Currency); err != nil {
 			return err
 		}
 		ends = append(ends, len(a))
 	}
 	for _, t := range d.Totals {
 		for _, minor := range [3]int64{t.CreditMinor, t.DebitMinor, t.NetMinor} {
-			if a, err = appendMoney(a, lang, minor, t.Currency); err != nil {
+			if a, err = appendMoney(a, f, minor, t.Currency); err != nil {
 				return err
 			}
 			ends = append(ends, len(a))
@@ -456,7 +458,7 @@ func padRight(ls ...string) []string {
 // digest of a run in one language and zone. The civil days of the week
 // are those of the instants from and to with their offsets in the zone.
 type weekKey struct {
-	lang           language.Tag
+	locale         *localeFormat // the formats, and so the words
 	week           ISOWeek
 	zone           string
 	from, to       int64 // Unix seconds
@@ -464,11 +466,11 @@ type weekKey struct {
 	typ, version   string
 }
 
-func newWeekKey(lang language.Tag, d *Digest, typ, version string) weekKey {
+func newWeekKey(f *localeFormat, d *Digest, typ, version string) weekKey {
 	_, fromOff := d.From.Zone()
 	_, toOff := d.To.In(d.From.Location()).Zone()
 	return weekKey{
-		lang: lang, week: d.Identity.Week, zone: d.From.Location().String(),
+		locale: f, week: d.Identity.Week, zone: d.From.Location().String(),
 		from: d.From.Unix(), to: d.To.Unix(), fromOff: fromOff, toOff: toOff,
 		typ: typ, version: version,
 	}
@@ -495,7 +497,7 @@ func (w *weekText) day(f *localeFormat, t time.Time) string {
 	if s, ok := w.cachedDay(t); ok {
 		return s
 	}
-	return f.day(f, t)
+	return f.formatDay(t)
 }
 
 func (w *weekText) cachedDay(t time.Time) (string, bool) {
@@ -536,7 +538,7 @@ func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k w
 	for i := range w.days {
 		// Noon UTC of the civil day: the formats read only its date.
 		t := time.Date(y, m, day+i, 12, 0, 0, 0, time.UTC)
-		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.day(f, t)}
+		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.formatDay(t)}
 	}
 	r.weekMu.Lock()
 	if len(r.week) >= maxWeekWords {
@@ -547,7 +549,8 @@ func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k w
 	return w
 }
 
-// words returns the fixed words of lang, English for a language not shipped.
+// words returns the fixed words of lang (a shipped language or a regional
+// variant of its words), English for a language not shipped.
 func (r *Renderer) words(lang language.Tag) *langWords {
 	if w, ok := r.langs[lang]; ok {
 		return w
@@ -565,7 +568,8 @@ func (w *langWords) kind(kind string) string {
 }
 
 // weekRange formats the civil days of [from, to) in from's zone, in
-// English: "23–29 Nov 2026", "30 Nov – 6 Dec 2026" or "28 Dec 2026 – 3 Jan 2027".
+// English (en-US): "Nov 23 – 29, 2026", "Nov 30 – Dec 6, 2026" or
+// "Dec 28, 2026 – Jan 3, 2027" (U+2009 around the dash).
 func weekRange(from, to time.Time) string { return formatFor(language.English).weekRange(from, to) }
 
 // humanKind turns a kind such as "card_payment" into "Card payment".
@@ -627,7 +631,7 @@ var ErrUnknownCurrency = errors.New("unknown currency")
 // last: "1,234.56 EUR", "-12.50 EUR", "1,200 JPY". It uses integer
 // arithmetic only.
 func FormatAmount(minor int64, code string) (string, error) {
-	n, err := formatNumber(minor, code, ".", ",", 1)
+	n, err := formatNumber(minor, code, ".", ",", 1, 3, 3)
 	if err != nil {
 		return "", err
 	}
@@ -639,17 +643,18 @@ func FormatAmount(minor int64, code string) (string, error) {
 
 // formatNumber writes the magnitude of an amount in minor units with the
 // currency's own number of decimals (from CLDR via golang.org/x/text/currency),
-// the given separators, and groups of three once the whole part has
-// 3+minGrouping digits. Integer arithmetic only.
-func formatNumber(minor int64, code, decimal, group string, minGrouping int) (string, error) {
+// the given separators, and groups (of primary digits, then of secondary
+// ones: 3 and 3, or 3 and 2 in en-IN) once the whole part has
+// primary+minGrouping digits. Integer arithmetic only.
+func formatNumber(minor int64, code, decimal, group string, minGrouping, primary, secondary int) (string, error) {
 	var buf [64]byte
-	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping)
+	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping, primary, secondary)
 	return string(b), err
 }
 
 // appendNumber appends what formatNumber returns to b: the callers build
 // an amount in a buffer on their stack and allocate only its string.
-func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping int) ([]byte, error) {
+func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping, primary, secondary int) ([]byte, error) {
 	if !ValidCurrency(code) {
 		return b, fmt.Errorf("%w %q", ErrUnknownCurrency, code)
 	}
@@ -665,9 +670,9 @@ func appendNumber(b []byte, minor int64, code, decimal, group string, minGroupin
 	}
 	var digits [20]byte
 	whole := strconv.AppendUint(digits[:0], mag/unit, 10)
-	grouped := len(whole) >= 3+minGrouping
+	grouped := len(whole) >= primary+minGrouping
 	for i := range len(whole) {
-		if grouped && i > 0 && (len(whole)-i)%3 == 0 {
+		if left := len(whole) - i; grouped && i > 0 && (left == primary || left > primary && (left-primary)%secondary == 0) {
 			b = append(b, group...)
 		}
 		b = append(b, whole[i])

@@ -84,10 +84,10 @@ func TestWeekRange(t *testing.T) {
 		loc  *time.Location
 		want string
 	}{
-		{ISOWeek{2026, 48}, time.UTC, "23–29 Nov 2026"},
-		{ISOWeek{2026, 49}, time.UTC, "30 Nov – 6 Dec 2026"},
-		{ISOWeek{2026, 53}, berlin, "28 Dec 2026 – 3 Jan 2027"},
-		{ISOWeek{2026, 43}, berlin, "19–25 Oct 2026"}, // 169 hours
+		{ISOWeek{2026, 48}, time.UTC, "Nov 23\u2009–\u200929, 2026"},
+		{ISOWeek{2026, 49}, time.UTC, "Nov 30\u2009–\u2009Dec 6, 2026"},
+		{ISOWeek{2026, 53}, berlin, "Dec 28, 2026\u2009–\u2009Jan 3, 2027"},
+		{ISOWeek{2026, 43}, berlin, "Oct 19\u2009–\u200925, 2026"}, // 169 hours
 	} {
 		if got := weekRange(tt.week.Start(tt.loc), tt.week.End(tt.loc)); got != tt.want {
 			t.Errorf("weekRange(%s) = %q, want %q", tt.week, got, tt.want)
@@ -175,14 +175,14 @@ func TestRenderContent(t *testing.T) {
 		row("2026-11-24T03:00:00Z", "card_payment", -1280, "JPY", "ramen"),
 		row("2026-11-25T15:00:00Z", "transfer_in", 123456, "EUR", "salary"),
 		row("2026-11-26T15:00:00Z", "interest", 1234, "BHD", "savings"))
-	if out.Subject != "Your account activity, 2026-W48 (23–29 Nov 2026)" {
+	if out.Subject != "Your account activity, 2026-W48 (Nov 23\u2009–\u200929, 2026)" {
 		t.Errorf("Subject = %q", out.Subject)
 	}
 	for _, want := range []string{
 		"Hello Zoë,",
-		"Mon 23 Nov    -¥1,280  Card payment - ramen\n",
-		"Wed 25 Nov  €1,234.56  Transfer received - salary\n",
-		"Thu 26 Nov  BHD\u00a01.234  Interest - savings\n",
+		"Mon, Nov 23    -¥1,280  Card payment - ramen\n",
+		"Wed, Nov 25  €1,234.56  Transfer received - salary\n",
+		"Thu, Nov 26  BHD\u00a01.234  Interest - savings\n",
 		"EUR, 1 transaction\n  Money in:  €1,234.56\n  Money out: €0.00\n  Net:       €1,234.56",
 		"Dates are shown in America/New_York",
 	} {
@@ -190,7 +190,7 @@ func TestRenderContent(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, out.Text)
 		}
 	}
-	for _, want := range []string{">Mon 23 Nov</td>", ">-¥1,280</td>", ">BHD\u00a01.234</td>", "<title>Your account activity, 2026-W48 (23–29 Nov 2026)</title>"} {
+	for _, want := range []string{">Mon, Nov 23</td>", ">-¥1,280</td>", ">BHD\u00a01.234</td>", "<title>Your account activity, 2026-W48 (Nov 23\u2009–\u200929, 2026)</title>"} {
 		if !strings.Contains(out.HTML, want) {
 			t.Errorf("HTML lacks %q", want)
 		}

@@ -53,7 +53,7 @@ type Renderer struct {
 // translated once by NewRenderer rather than for every digest.
 type langWords struct {
 	lang   string // the language's tag, "de"
-	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
+	labels labels // Subject, Intro, IntroEmpty and Footer left empty: they take values
 	hello  string
 	kinds  map[string]string // by known kind
 
@@ -88,7 +88,8 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 		hello: p.Sprintf(msgHello),
 		kinds: make(map[string]string, len(knownKinds)),
 	}
-	padded := padRight(w.labels.MoneyIn, w.labels.MoneyOut, w.labels.Net)
+	w.labels.ListSep = p.Sprintf(msgListSep)
+	padded := padRight(p.Sprintf(msgLabel, w.labels.MoneyIn), p.Sprintf(msgLabel, w.labels.MoneyOut), p.Sprintf(msgLabel, w.labels.Net))
 	w.labels.MoneyInPadded, w.labels.MoneyOutPadded, w.labels.NetPadded = padded[0], padded[1], padded[2]
 	for k := range knownKinds {
 		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
@@ -306,8 +307,9 @@ type labels struct {
 	Heading, Intro, IntroEmpty, IntroHTML, EmptyHTML string
 	Date, Activity, Amount, Totals, Currency         string
 	MoneyIn, MoneyOut, Net                           string // bare, for the HTML table heads
-	MoneyInPadded, MoneyOutPadded, NetPadded         string // padded to one width, for the text part
-	Footer, Reference                                string
+	MoneyInPadded, MoneyOutPadded, NetPadded         string // with the language's colon, padded to one width, for the text part
+	ListSep                                          string // ", ", or the language's comma ("، ", "、")
+	Footer                                           string
 }
 
 type viewRow struct {
@@ -348,7 +350,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	v.T = words.labels
 	wk := r.weekWords(words.printer, f, d, newWeekKey(f, d, v.Type, v.Version))
 	v.Week, v.Range = wk.week, wk.rng
-	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
+	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer = wk.subject, wk.intro, wk.introEmpty, wk.footer
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = words.greeting(name)
@@ -478,10 +480,10 @@ func newWeekKey(f *localeFormat, d *Digest, typ, version string) weekKey {
 
 // weekText is what a week's digests in one language and zone share.
 type weekText struct {
-	week                                          string // "2026-W48": an identifier, ASCII in every language
-	rng                                           string // weekRange
-	subject, intro, introEmpty, footer, reference string
-	days                                          [7]weekDay // the days of the week, as rows show them
+	week                               string // "2026-W48": an identifier, ASCII in every language
+	rng                                string // weekRange
+	subject, intro, introEmpty, footer string
+	days                               [7]weekDay // the days of the week, as rows show them
 }
 
 type weekDay struct {
@@ -530,9 +532,11 @@ func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k w
 	week, rng := k.week.String(), f.weekRange(d.From, d.To)
 	w = &weekText{
 		week: week, rng: rng,
-		subject: p.Sprintf(msgSubject, week, rng),
-		intro:   p.Sprintf(msgIntro, week, rng), introEmpty: p.Sprintf(msgIntroEmpty, week, rng),
-		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, week),
+		// No ISO week token in what the customer reads: the range names
+		// the week (few read "2026-W48").
+		subject: p.Sprintf(msgSubject, rng),
+		intro:   p.Sprintf(msgIntro, rng), introEmpty: p.Sprintf(msgIntroEmpty, rng),
+		footer: p.Sprintf(msgFooter, k.zone),
 	}
 	y, m, day := d.From.Date()
 	for i := range w.days {

@@ -54,7 +54,7 @@ var labelFields = map[string]field[labels]{
 	"MoneyOutPadded": {str: func(l *labels) string { return l.MoneyOutPadded }},
 	"NetPadded":      {str: func(l *labels) string { return l.NetPadded }},
 	"Footer":         {str: func(l *labels) string { return l.Footer }},
-	"Reference":      {str: func(l *labels) string { return l.Reference }},
+	"ListSep":        {str: func(l *labels) string { return l.ListSep }},
 }
 
 var rowFields = map[string]field[viewRow]{

@@ -111,7 +111,7 @@ func htmlView(v *view) *view {
 	}
 	t := &h.T
 	for _, s := range []*string{&t.Subject, &t.Heading, &t.Intro, &t.IntroEmpty, &t.IntroHTML, &t.EmptyHTML, &t.Date, &t.Activity, &t.Amount, &t.Totals, &t.Currency,
-		&t.MoneyIn, &t.MoneyOut, &t.Net, &t.MoneyInPadded, &t.MoneyOutPadded, &t.NetPadded, &t.Footer, &t.Reference} {
+		&t.MoneyIn, &t.MoneyOut, &t.Net, &t.MoneyInPadded, &t.MoneyOutPadded, &t.NetPadded, &t.ListSep, &t.Footer} {
 		*s = escapeHTML(*s)
 	}
 	h.Rows = make([]viewRow, len(v.Rows))

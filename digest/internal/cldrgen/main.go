@@ -216,7 +216,7 @@ func generate(dir string) ([]byte, error) {
 	var kids []string
 	for k, p := range parents.Supplemental.ParentLocales.ParentLocale {
 		lang, _, _ := strings.Cut(k, "-")
-		if p != "root" && slices.Contains(locales, lang) && !slices.Contains(locales, k) {
+		if p != "root" && slices.Contains(locales, lang) {
 			kids = append(kids, k)
 		}
 	}

@@ -329,7 +329,16 @@ type viewTotal struct {
 }
 
 func (r *Renderer) newView(d *Digest) (*view, error) {
+	// Rows are shown in the customer's zone when the source gives one,
+	// else in the run's (DIGEST_TZ, d.From's); the week's bounds, and so
+	// its range, are always the run's.
 	loc := d.From.Location()
+	if tz := d.Customer.TimeZone; tz != "" {
+		var err error
+		if loc, err = customerLocation(tz); err != nil {
+			return nil, err
+		}
+	}
 	f := localeFor(d.Customer.Locale)
 	words := r.words(f.words)
 	v := &view{
@@ -348,7 +357,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
 	v.T = words.labels
-	wk := r.weekWords(words.printer, f, d, newWeekKey(f, d, v.Type, v.Version))
+	wk := r.weekWords(words.printer, f, d, newWeekKey(f, d, v.Zone, v.Type, v.Version))
 	v.Week, v.Range = wk.week, wk.rng
 	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer = wk.subject, wk.intro, wk.introEmpty, wk.footer
 	v.Greeting = words.hello
@@ -468,11 +477,12 @@ type weekKey struct {
 	typ, version   string
 }
 
-func newWeekKey(f *localeFormat, d *Digest, typ, version string) weekKey {
+// zone is the zone rows are shown in, which the footer names.
+func newWeekKey(f *localeFormat, d *Digest, zone, typ, version string) weekKey {
 	_, fromOff := d.From.Zone()
 	_, toOff := d.To.In(d.From.Location()).Zone()
 	return weekKey{
-		locale: f, week: d.Identity.Week, zone: d.From.Location().String(),
+		locale: f, week: d.Identity.Week, zone: zone,
 		from: d.From.Unix(), to: d.To.Unix(), fromOff: fromOff, toOff: toOff,
 		typ: typ, version: version,
 	}

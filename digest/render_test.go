@@ -299,3 +299,39 @@ func TestWordingBankWouldSign(t *testing.T) {
 		}
 	}
 }
+
+// A customer's optional time zone shows the rows' dates in it and the
+// footer names it; the week's bounds and range stay the run's zone's, and
+// the zone enters the canonical form only when set.
+func TestCustomerTimeZone(t *testing.T) {
+	t.Parallel()
+	// 20:00 UTC on Monday is Tuesday in Tokyo; 23:00 UTC on Sunday 29th
+	// is Monday 30th there, after the run's week.
+	rows := []Activity{row("2026-11-23T20:00:00Z", "card_payment", -100, "JPY", "a"), row("2026-11-29T23:00:00Z", "fee", -5, "JPY", "b")}
+	plain, plainOut := renderDigest(t, Customer{ID: "c1", Email: "a@example.com", Locale: "en-US"}, time.UTC, rows...)
+	zoned, out := renderDigest(t, Customer{ID: "c1", Email: "a@example.com", Locale: "en-US", TimeZone: "Asia/Tokyo"}, time.UTC, rows...)
+	for _, want := range []string{"Tue, Nov 24", "Mon, Nov 30", "Dates are shown in Asia/Tokyo", "last week (Nov 23\u2009–\u200929, 2026)"} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, out.Text)
+		}
+	}
+	for _, want := range []string{"Mon, Nov 23", "Sun, Nov 29", "Dates are shown in UTC"} {
+		if !strings.Contains(plainOut.Text, want) {
+			t.Errorf("without a zone, text lacks %q:\n%s", want, plainOut.Text)
+		}
+	}
+	if !zoned.From.Equal(plain.From) || !zoned.To.Equal(plain.To) || len(zoned.Activity) != 2 {
+		t.Errorf("the zone moved the week: %v–%v, %d rows", zoned.From, zoned.To, len(zoned.Activity))
+	}
+	if strings.Contains(string(plain.Canonical()), "time_zone") || !strings.Contains(string(zoned.Canonical()), `"locale":"en-US","time_zone":"Asia/Tokyo"}`) {
+		t.Errorf("canonical forms:\n%s\n%s", plain.Canonical(), zoned.Canonical())
+	}
+	if plain.Fingerprint() == zoned.Fingerprint() {
+		t.Error("the zone does not change the fingerprint")
+	}
+	for _, bad := range []string{"Mars/Olympus_Mons", "Local", "../../etc/passwd"} {
+		if err := ValidTimeZone(bad); !errors.Is(err, ErrBadTimeZone) {
+			t.Errorf("ValidTimeZone(%q) = %v", bad, err)
+		}
+	}
+}

@@ -115,7 +115,7 @@ func TestWeekDaysAreTheFormatted(t *testing.T) {
 			d := &Digest{From: wk.Start(loc), To: wk.End(loc)}
 			d.Identity.Week = wk
 			for lang, f := range cldrLocales {
-				w := r.weekWords(r.words(f.words).printer, f, d, newWeekKey(f, d, "t", "v1"))
+				w := r.weekWords(r.words(f.words).printer, f, d, newWeekKey(f, d, zone, "t", "v1"))
 				for at := d.From.Add(-24 * time.Hour); at.Before(d.To.Add(24 * time.Hour)); at = at.Add(30 * time.Minute) {
 					in := at.In(loc)
 					if got, want := w.day(f, in), f.formatDay(in); got != want {

@@ -106,6 +106,11 @@ var badLines = []struct {
 	{"unsubscribed_at not a time", line("cust_b", goodActivity, `,"unsubscribed_at":"yesterday"`), "unsubscribed_at", "not an RFC 3339 timestamp"},
 	{"unsubscribed_at as bool", line("cust_b", goodActivity, `,"unsubscribed_at":true`), "unsubscribed_at", "must be a string"},
 	{"locale with underscore", `{"customer_id":"cust_b","email":"b@example.com","locale":"en_GB"}`, "locale", "not a BCP 47"},
+	{"unknown time_zone", line("cust_b", goodActivity, `,"time_zone":"Mars/Olympus_Mons"`), "time_zone", "not an IANA time zone"},
+	{"time_zone Local", line("cust_b", goodActivity, `,"time_zone":"Local"`), "time_zone", "not an IANA time zone"},
+	{"time_zone path", line("cust_b", goodActivity, `,"time_zone":"../../etc/passwd"`), "time_zone", "not an IANA time zone"},
+	{"time_zone offset", line("cust_b", goodActivity, `,"time_zone":"+09:00"`), "time_zone", "not an IANA time zone"},
+	{"null time_zone", line("cust_b", goodActivity, `,"time_zone":null`), "time_zone", "must not be null"},
 	{"duplicate customer", line("cust_a", goodActivity, ""), "customer_id", `duplicate customer "cust_a"`},
 	{"out of order", line("cust_0", goodActivity, ""), "customer_id", "must be sorted by customer_id"},
 }
@@ -201,6 +206,27 @@ func TestSuppressionField(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[false false true]" {
 		t.Errorf("suppressed = %v, want [false false true]", got)
+	}
+}
+
+// time_zone is optional (the contract before it stays valid): absent or
+// "" is none, an IANA name is read as it is.
+func TestTimeZoneField(t *testing.T) {
+	t.Parallel()
+	f := writeSnapshot(t,
+		line("cust_a", goodActivity, ""),
+		line("cust_b", goodActivity, `,"time_zone":""`),
+		line("cust_c", goodActivity, `,"time_zone":"Asia/Tokyo"`),
+	)
+	if err := f.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range collect(t, f, digest.Shard{}) {
+		got = append(got, r.Customer.TimeZone)
+	}
+	if fmt.Sprintf("%q", got) != `["" "" "Asia/Tokyo"]` {
+		t.Errorf("time zones = %q", got)
 	}
 }
 

@@ -38,6 +38,7 @@ const (
 	msgFooter       = "footer"       // zone
 	msgLabel        = "label"        // label: a label before its value in the text part
 	msgListSep      = "list_sep"     // between two items of a line
+	msgUnsubscribe  = "unsubscribe"  // the visible unsubscribe link's text
 	msgKindPrefix   = "kind."        // + kind, e.g. kind.card_payment
 )
 
@@ -68,6 +69,7 @@ var translations = map[language.Tag][]translation{
 		transactions("%d transaction", "%d transactions"),
 		s(msgMoneyIn, "Money in"), s(msgMoneyOut, "Money out"), s(msgNet, "Net change"),
 		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Unsubscribe from this weekly summary"),
 		s(msgFooter, "You receive this summary once a week for your account. Dates are shown in %s; amounts in each currency's own units."),
 		s(msgKindPrefix+"card_payment", "Card payment"), s(msgKindPrefix+"transfer_in", "Transfer received"),
 		s(msgKindPrefix+"transfer_out", "Transfer sent"), s(msgKindPrefix+"fee", "Fee"), s(msgKindPrefix+"refund", "Refund"),
@@ -87,6 +89,7 @@ var translations = map[language.Tag][]translation{
 		transactions("%d Buchung", "%d Buchungen"),
 		s(msgMoneyIn, "Eingänge"), s(msgMoneyOut, "Ausgänge"), s(msgNet, "Nettoveränderung"),
 		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Diese wöchentliche Übersicht abbestellen"),
 		s(msgFooter, "Sie erhalten diese Übersicht einmal pro Woche für Ihr Konto. Zeiten in %s; Beträge in der jeweiligen Währung."),
 		s(msgKindPrefix+"card_payment", "Kartenzahlung"), s(msgKindPrefix+"transfer_in", "Überweisung erhalten"),
 		s(msgKindPrefix+"transfer_out", "Überweisung gesendet"), s(msgKindPrefix+"fee", "Gebühr"), s(msgKindPrefix+"refund", "Erstattung"),
@@ -106,6 +109,7 @@ var translations = map[language.Tag][]translation{
 		transactions("%d opération", "%d opérations"),
 		s(msgMoneyIn, "Entrées"), s(msgMoneyOut, "Sorties"), s(msgNet, "Variation nette"),
 		s(msgLabel, "%s\u202f:"), s(msgListSep, ", "), // U+202F before a colon, as French typography has it
+		s(msgUnsubscribe, "Se désabonner de ce résumé hebdomadaire"),
 		s(msgFooter, "Vous recevez ce résumé une fois par semaine pour votre compte. Dates en %s\u202f; montants dans l’unité de chaque devise."),
 		s(msgKindPrefix+"card_payment", "Paiement par carte"), s(msgKindPrefix+"transfer_in", "Virement reçu"),
 		s(msgKindPrefix+"transfer_out", "Virement émis"), s(msgKindPrefix+"fee", "Frais"), s(msgKindPrefix+"refund", "Remboursement"),
@@ -125,6 +129,7 @@ var translations = map[language.Tag][]translation{
 		transactions("%d movimiento", "%d movimientos"),
 		s(msgMoneyIn, "Entradas"), s(msgMoneyOut, "Salidas"), s(msgNet, "Variación neta"),
 		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Cancelar la suscripción a este resumen semanal"),
 		s(msgFooter, "Recibe este resumen una vez por semana para su cuenta. Fechas en %s; importes en las unidades de cada divisa."),
 		s(msgKindPrefix+"card_payment", "Pago con tarjeta"), s(msgKindPrefix+"transfer_in", "Transferencia recibida"),
 		s(msgKindPrefix+"transfer_out", "Transferencia enviada"), s(msgKindPrefix+"fee", "Comisión"), s(msgKindPrefix+"refund", "Devolución"),
@@ -144,6 +149,7 @@ var translations = map[language.Tag][]translation{
 		s(msgTransactions, "%d件"), // Japanese has one plural form; no space before the counter
 		s(msgMoneyIn, "入金"), s(msgMoneyOut, "出金"), s(msgNet, "差引"),
 		s(msgLabel, "%s："), s(msgListSep, "、"),
+		s(msgUnsubscribe, "このお知らせの配信を停止する"),
 		s(msgFooter, "このお知らせは毎週お送りしています。日時は %s、金額は各通貨の単位で表示しています。"),
 		s(msgKindPrefix+"card_payment", "カード払い"), s(msgKindPrefix+"transfer_in", "振込入金"),
 		s(msgKindPrefix+"transfer_out", "振込出金"), s(msgKindPrefix+"fee", "手数料"), s(msgKindPrefix+"refund", "返金"),
@@ -164,6 +170,7 @@ var translations = map[language.Tag][]translation{
 			"zero", "لا عمليات", "one", "عملية واحدة", "two", "عمليتان", "few", "%d عمليات", "many", "%d عملية", "other", "%d عملية")},
 		s(msgMoneyIn, "الوارد"), s(msgMoneyOut, "الصادر"), s(msgNet, "الصافي"),
 		s(msgLabel, "%s:"), s(msgListSep, "، "), // the Arabic comma
+		s(msgUnsubscribe, "إلغاء الاشتراك في هذه الخلاصة الأسبوعية"),
 		s(msgFooter, "تصلك هذه الخلاصة مرة كل أسبوع عن حسابك. التواريخ بتوقيت %s، والمبالغ بوحدات كل عملة."),
 		s(msgKindPrefix+"card_payment", "دفع بالبطاقة"), s(msgKindPrefix+"transfer_in", "تحويل وارد"),
 		s(msgKindPrefix+"transfer_out", "تحويل صادر"), s(msgKindPrefix+"fee", "رسوم"), s(msgKindPrefix+"refund", "استرداد"),

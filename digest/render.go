@@ -89,6 +89,8 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 		kinds: make(map[string]string, len(knownKinds)),
 	}
 	w.labels.ListSep = p.Sprintf(msgListSep)
+	w.labels.Unsubscribe = p.Sprintf(msgUnsubscribe)
+	w.labels.UnsubscribeLabel = p.Sprintf(msgLabel, w.labels.Unsubscribe)
 	padded := padRight(p.Sprintf(msgLabel, w.labels.MoneyIn), p.Sprintf(msgLabel, w.labels.MoneyOut), p.Sprintf(msgLabel, w.labels.Net))
 	w.labels.MoneyInPadded, w.labels.MoneyOutPadded, w.labels.NetPadded = padded[0], padded[1], padded[2]
 	for k := range knownKinds {
@@ -224,7 +226,14 @@ var ErrUnknownType = errors.New("no templates for digest type")
 
 // Render renders d with the templates of its type (Identity.Type). A digest
 // without activity renders too, saying there was none.
-func (r *Renderer) Render(d *Digest) (Rendered, error) {
+func (r *Renderer) Render(d *Digest) (Rendered, error) { return r.RenderFor(d, "") }
+
+// RenderFor renders d for a recipient whose unsubscribe URI is
+// unsubscribe: an http or https URI (the one-click URL of
+// DIGEST_UNSUBSCRIBE_URL, the same the List-Unsubscribe header carries) is
+// shown as a translated link in the text and HTML parts; "" or another
+// scheme (mailto:) shows none.
+func (r *Renderer) RenderFor(d *Digest, unsubscribe string) (Rendered, error) {
 	t, ok := r.types[d.Identity.Type]
 	if !ok {
 		return Rendered{}, fmt.Errorf("render %q: %w", d.Identity.Type, ErrUnknownType)
@@ -233,6 +242,7 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
+	v.Unsubscribe = visibleURL(unsubscribe)
 	var out Rendered
 	s := renderScratches.Get().(*renderScratch)
 	defer putRenderScratch(s)
@@ -284,21 +294,24 @@ func putRenderScratch(s *renderScratch) {
 // view is what the templates see: every value formatted, translated and
 // sanitised.
 type view struct {
-	Subject  string // set once the subject is rendered, for the HTML title
-	Lang     string // the language written, "de": the HTML's lang
-	Dir      string // "ltr" or "rtl": the HTML's dir
-	Start    string // "left", or "right" in a right-to-left language: align of text columns
-	End      string // the other side: align of amounts
-	Week     string // "2026-W48"
-	Range    string // "23–29 Nov 2026", in the language's style
-	Zone     string // the zone dates are shown in
-	Greeting string
-	Empty    bool
-	Rows     []viewRow
-	Totals   []viewTotal
-	Type     string
-	Version  string
-	T        labels // the fixed words, in the language
+	Subject string // set once the subject is rendered, for the HTML title
+	Lang    string // the language written, "de": the HTML's lang
+	Dir     string // "ltr" or "rtl": the HTML's dir
+	Start   string // "left", or "right" in a right-to-left language: align of text columns
+	End     string // the other side: align of amounts
+	Week    string // "2026-W48"
+	Range   string // "23–29 Nov 2026", in the language's style
+	Zone    string // the zone dates are shown in
+	// Unsubscribe is the recipient's unsubscribe URL as the body links
+	// it (visibleURL), or "".
+	Unsubscribe string
+	Greeting    string
+	Empty       bool
+	Rows        []viewRow
+	Totals      []viewTotal
+	Type        string
+	Version     string
+	T           labels // the fixed words, in the language
 }
 
 // labels are the fixed words of the templates, from the catalogue.
@@ -309,6 +322,7 @@ type labels struct {
 	MoneyIn, MoneyOut, Net                           string // bare, for the HTML table heads
 	MoneyInPadded, MoneyOutPadded, NetPadded         string // with the language's colon, padded to one width, for the text part
 	ListSep                                          string // ", ", or the language's comma ("، ", "、")
+	Unsubscribe, UnsubscribeLabel                    string // the link's text; with the language's colon, for the text part
 	Footer                                           string
 }
 

@@ -15,12 +15,14 @@ import (
 	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/unsubscribe"
 )
 
 var spec40 = digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
 
 // firstActive returns the first synthetic customer (of n) with activity in
-// week40, and the message a run renders for them.
+// week40, and the message a run renders for them (with unsubscribeKeys'
+// one-click URL at https://bank.example/u/{token}, which the body shows).
 func firstActive(t *testing.T, n int) (digest.Record, *digest.Message) {
 	t.Helper()
 	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
@@ -31,12 +33,16 @@ func firstActive(t *testing.T, n int) (digest.Record, *digest.Message) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unsub, err := unsubscribe.ParseKeyring(unsubscribeKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for rec := range snapshot.Synthetic(n, week40, 1) {
 		d, err := digest.Build(rec, spec40)
 		if err != nil || d.Empty() {
 			continue
 		}
-		msg, err := r.Message(&d, kr.Key(d.Identity))
+		msg, err := r.Message(&d, kr.Key(d.Identity), "https://bank.example/u/"+unsub.Token(d.Customer.ID))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -199,12 +199,13 @@ func (wv *weekView) each(ctx context.Context, customers []string, fn func(*diges
 		if err != nil {
 			continue
 		}
-		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity))
+		unsub := ""
+		if wv.unsub != nil {
+			unsub = wv.unsub(d.Customer.ID)
+		}
+		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity), unsub)
 		if err != nil {
 			return err
-		}
-		if wv.unsub != nil {
-			msg.Unsubscribe = wv.unsub(d.Customer.ID)
 		}
 		if !fn(&d, msg) {
 			return nil

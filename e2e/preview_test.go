@@ -191,3 +191,25 @@ func mailpitMessage(t *testing.T, e *e2etest.Env, key digest.Key) *mail.Message 
 	t.Fatalf("Mailpit holds no message for %s", key)
 	return nil
 }
+
+// "digest preview" of a customer in a snapshot out of order names the
+// line that breaks the order, instead of saying the customer is not in
+// the source.
+func TestPreviewNamesOutOfOrderLine(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	path := filepath.Join(e.Dir, "unsorted.jsonl")
+	lines := `{"customer_id":"cust_b","email":"b@example.com","locale":"en-US","activity":[]}
+{"customer_id":"cust_a","email":"a@example.com","locale":"en-US","activity":[]}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run("preview", "--snapshot", path, "--customer", "cust_a", "--week", "2026-W48")
+	if r.Code != 1 || !strings.Contains(r.Stderr, path+":2") || !strings.Contains(r.Stderr, "must be sorted by customer_id") || strings.Contains(r.Stderr, "not in the source") {
+		t.Fatalf("preview of a customer out of order: exit %d, want 1 naming line 2\n%s", r.Code, r.Stderr)
+	}
+	if r := e.Run("preview", "--snapshot", path, "--customer", "cust_z", "--week", "2026-W48"); r.Code != 2 || !strings.Contains(r.Stderr, `customer "cust_z" is not in the source`) {
+		t.Fatalf("an absent customer: exit %d, want 2\n%s", r.Code, r.Stderr)
+	}
+}

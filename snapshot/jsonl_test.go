@@ -405,3 +405,48 @@ func FuzzSnapshotLine(f *testing.F) {
 		}
 	})
 }
+
+// A query for named customers stops past the last of them once each is
+// read; in a file out of order, a named customer after a greater id is read
+// on to, and its line says the file is not sorted, instead of the customer
+// going missing.
+func TestNamedCustomersInUnsortedFile(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		lines []string
+		want  string
+		line  string
+	}{
+		{[]string{line("cust_b", goodActivity, ""), line("cust_a", goodActivity, "")}, "cust_a", ":2"},
+		{[]string{line("cust_c", goodActivity, ""), line("cust_a", goodActivity, ""), line("cust_b", goodActivity, "")}, "cust_b", ":3"},
+	} {
+		f := writeSnapshot(t, tt.lines...)
+		var got []error
+		q := digest.SourceQuery{Week: digest.ISOWeek{Year: 2026, Week: 48}, Location: time.UTC, Customers: []string{tt.want}}
+		for rec, err := range f.Records(context.Background(), q) {
+			if err == nil {
+				t.Fatalf("%s: read %s from a file out of order", tt.want, rec.Customer.ID)
+			}
+			got = append(got, err)
+		}
+		var bad *digest.BadRecordError
+		if len(got) != 1 || !errors.As(got[0], &bad) || !strings.HasSuffix(bad.Where, tt.line) || !strings.Contains(bad.Error(), "must be sorted by customer_id") {
+			t.Errorf("%s: %v, want the line %s out of order", tt.want, got, tt.line)
+		}
+	}
+	// In order, a named customer is read and an absent one is simply not.
+	f := writeSnapshot(t, line("cust_a", goodActivity, ""), line("cust_c", goodActivity, ""))
+	for _, id := range []string{"cust_a", "cust_b"} {
+		q := digest.SourceQuery{Week: digest.ISOWeek{Year: 2026, Week: 48}, Location: time.UTC, Customers: []string{id}}
+		var ids []string
+		for rec, err := range f.Records(context.Background(), q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rec.Customer.ID)
+		}
+		if want := map[string]int{"cust_a": 1, "cust_b": 0}[id]; len(ids) != want {
+			t.Errorf("%s: read %v", id, ids)
+		}
+	}
+}

@@ -429,9 +429,9 @@ func formatAmounts(v *view, d *Digest, f *localeFormat) error {
 	}
 	width := 0
 	for i := range v.Rows {
-		width = max(width, utf8.RuneCount(amount(i)))
+		width = max(width, visibleWidth(amount(i)))
 	}
-	pad := func(i int) int { return width - utf8.RuneCount(amount(i)) }
+	pad := func(i int) int { return width - visibleWidth(amount(i)) }
 
 	var bbuf [1024]byte
 	b := bbuf[:0]
@@ -464,6 +464,21 @@ func formatAmounts(v *view, d *Digest, f *localeFormat) error {
 		t.Net = next(len(amount(k + 2)))
 	}
 	return nil
+}
+
+// visibleWidth is the number of runes of b that take room: the bidi marks
+// of CLDR's patterns (U+200F, U+200E, U+061C: format characters) take
+// none, so Arabic amounts line up in the text part.
+func visibleWidth(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if !unicode.Is(unicode.Cf, r) {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
 }
 
 // padRight pads each label with spaces to the widest, plus one.

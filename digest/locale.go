@@ -2,7 +2,6 @@ package digest
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,17 +192,6 @@ func formatFor(lang language.Tag) *localeFormat {
 		return f
 	}
 	return cldrLocales["en"]
-}
-
-// num writes a small non-negative number (a day, a year) in the locale's
-// digits, without grouping.
-func (f *localeFormat) num(n int) string { return f.localDigits(strconv.Itoa(n)) }
-
-func (f *localeFormat) localDigits(s string) string {
-	if f.digits == "" {
-		return s
-	}
-	return strings.Map(f.localDigit, s)
 }
 
 // localDigit returns r, or the locale's digit for an ASCII digit r.

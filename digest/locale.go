@@ -150,14 +150,11 @@ func parentLocale(id string) string {
 	return ""
 }
 
-// Locale returns the id of the CLDR locale whose formats serve locale (a
-// BCP 47 tag): the locale itself when shipped (es-MX), else the nearest
-// shipped one along CLDR's parents (es-AR → es-419, de-LU → de, en-US →
-// en), and the language's own formats for a language without region.
-// A language that is not shipped is written as English ("en").
-func Locale(locale string) string { return localeFor(locale).id }
-
-// localeFor returns the formats of locale, from a cache (see matched).
+// localeFor returns the formats that serve locale (a BCP 47 tag): the
+// locale's own when shipped (es-MX), else the nearest shipped one along
+// CLDR's parents (es-AR → es-419, de-LU → de, en-US → en), and the
+// language's own for a language without region; a language that is not
+// shipped is written as English ("en"). From a cache (see matched).
 func localeFor(locale string) *localeFormat { return formats.get(locale, resolveLocale) }
 
 var formats = localeCache[*localeFormat]{m: map[string]*localeFormat{}}
@@ -363,7 +360,7 @@ func (f *localeFormat) symbol(code string) string {
 }
 
 // FormatMoney formats an amount in minor units as the CLDR locale serving
-// locale writes it (see Locale): the currency's own number of decimals
+// locale writes it (see localeFor): the currency's own number of decimals
 // (JPY 0, EUR 2, BHD 3), the locale's separators, grouping and digits, its
 // currency pattern and the currency's symbol in it: "€1,234.50" (en),
 // "1.234,50 €" (de, U+00A0 before the symbol), "$1,234.56" (es-MX, MXN),

@@ -1,29 +1,11 @@
 package digest
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-)
 
-// cldrFixture is testdata/cldr/fixture.json, written by gen.mjs from
-// Node.js's Intl (ICU): CLDR through a path independent of cldrgen.
-type cldrFixture struct {
-	ICU, CLDR   string
-	Corrections []struct {
-		Locales []string
-		Kind    string
-		Reason  string
-	}
-	Cases []struct {
-		Locale, Kind, Currency string
-		Minor                  int64
-		From, To               string
-		Want                   string
-	}
-}
+	"github.com/weeklydigest/digest/internal/cldrfixture"
+)
 
 // TestCLDRFixture holds every shipped locale's amounts, row days and week
 // ranges to what ICU writes from CLDR, byte for byte (invisible marks and
@@ -32,12 +14,8 @@ type cldrFixture struct {
 // across years.
 func TestCLDRFixture(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "cldr", "fixture.json"))
+	fx, err := cldrfixture.Load(cldrfixture.Path(".."))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var fx cldrFixture
-	if err := json.Unmarshal(b, &fx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("fixture from ICU %s (CLDR %s); tables from CLDR %s; corrections: %+v", fx.ICU, fx.CLDR, cldrVersion, fx.Corrections)

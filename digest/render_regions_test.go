@@ -2,10 +2,7 @@ package digest_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"html"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/cldrfixture"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -24,32 +22,9 @@ import (
 // and no ISO week token anywhere.
 func TestRegionsWeekMatchesCLDR(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "cldr", "fixture.json"))
+	fx, err := cldrfixture.Load(cldrfixture.Path(".."))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var fx struct {
-		Cases []struct {
-			Locale, Kind, Currency string
-			Minor                  int64
-			From, To               string
-			Want                   string
-		}
-	}
-	if err := json.Unmarshal(b, &fx); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for _, c := range fx.Cases {
-		want[fmt.Sprint(c.Locale, c.Kind, c.Currency, c.Minor, c.From, c.To)] = c.Want
-	}
-	lookup := func(t *testing.T, k ...any) string {
-		t.Helper()
-		s, ok := want[fmt.Sprint(k...)]
-		if !ok {
-			t.Fatalf("no fixture case %v", k)
-		}
-		return s
 	}
 	src, err := snapshot.OpenFile(filepath.Join("testdata", "regions.jsonl"))
 	if err != nil {
@@ -81,13 +56,20 @@ func TestRegionsWeekMatchesCLDR(t *testing.T) {
 		locale := rec.Customer.Locale
 		regions[locale] = true
 		t.Run(locale, func(t *testing.T) {
+			must := func(s string, ok bool) string {
+				t.Helper()
+				if !ok {
+					t.Fatal("a value the CLDR fixture lacks")
+				}
+				return s
+			}
 			loc := time.UTC
 			if rec.Customer.TimeZone != "" {
 				if loc, err = time.LoadLocation(rec.Customer.TimeZone); err != nil {
 					t.Fatal(err)
 				}
 			}
-			rng := lookup(t, locale, "range", "", 0, "2026-11-23", "2026-11-29")
+			rng := must(fx.Range(locale, "2026-11-23", "2026-11-29"))
 			for _, part := range []string{out.Subject, out.Text, out.HTML} {
 				if m := isoWeek.FindString(part); m != "" {
 					t.Errorf("ISO week token %q in:\n%s", m, part)
@@ -99,13 +81,13 @@ func TestRegionsWeekMatchesCLDR(t *testing.T) {
 			var wants []string
 			for _, a := range d.Activity {
 				wants = append(wants,
-					lookup(t, locale, "money", a.Currency, a.AmountMinor, "", ""),
-					lookup(t, locale, "day", "", 0, a.OccurredAt.In(loc).Format(time.DateOnly), ""))
+					must(fx.Money(locale, a.Currency, a.AmountMinor)),
+					must(fx.Day(locale, a.OccurredAt.In(loc).Format(time.DateOnly))))
 			}
 			for _, tot := range d.Totals {
-				wants = append(wants, lookup(t, locale, "money", tot.Currency, tot.CreditMinor, "", ""))
+				wants = append(wants, must(fx.Money(locale, tot.Currency, tot.CreditMinor)))
 				if tot.DebitMinor != 0 {
-					wants = append(wants, lookup(t, locale, "money", tot.Currency, tot.DebitMinor, "", ""))
+					wants = append(wants, must(fx.Money(locale, tot.Currency, tot.DebitMinor)))
 				}
 			}
 			for _, w := range wants {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"html"
 	"mime"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weeklydigest/digest/internal/cldrfixture"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/unsubscribe"
 )
@@ -25,23 +25,9 @@ import (
 func TestRegionsWeekSentAsCLDRWritesIt(t *testing.T) {
 	t.Parallel()
 	root := e2etest.RepoRoot()
-	raw, err := os.ReadFile(filepath.Join(root, "digest", "testdata", "cldr", "fixture.json"))
+	fx, err := cldrfixture.Load(cldrfixture.Path(root))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var fx struct {
-		Cases []struct {
-			Locale, Kind, Currency string
-			Minor                  int64
-			From, To, Want         string
-		}
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	cldr := map[string]string{}
-	for _, c := range fx.Cases {
-		cldr[fmt.Sprint(c.Locale, c.Kind, c.Currency, c.Minor, c.From, c.To)] = c.Want
 	}
 	snap := filepath.Join(root, "digest", "testdata", "regions.jsonl")
 	f, err := os.ReadFile(snap)
@@ -87,7 +73,8 @@ func TestRegionsWeekSentAsCLDRWritesIt(t *testing.T) {
 		if m := isoWeek.FindString(subject + p.Text + p.HTML); m != "" {
 			t.Errorf("%s: ISO week token %q in the message", c.Locale, m)
 		}
-		want := []string{cldr[fmt.Sprint(c.Locale, "range", "", 0, "2026-11-23", "2026-11-29")]}
+		rng, _ := fx.Range(c.Locale, "2026-11-23", "2026-11-29")
+		want := []string{rng}
 		if !strings.Contains(subject, want[0]) {
 			t.Errorf("%s: subject %q lacks the range %q", c.Locale, subject, want[0])
 		}
@@ -96,7 +83,8 @@ func TestRegionsWeekSentAsCLDRWritesIt(t *testing.T) {
 			zone = "UTC"
 		}
 		for _, a := range c.Activity {
-			want = append(want, cldr[fmt.Sprint(c.Locale, "money", a.Currency, a.AmountMinor, "", "")])
+			amount, _ := fx.Money(c.Locale, a.Currency, a.AmountMinor)
+			want = append(want, amount)
 		}
 		loc, err := time.LoadLocation(zone)
 		if err != nil {
@@ -107,7 +95,8 @@ func TestRegionsWeekSentAsCLDRWritesIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, cldr[fmt.Sprint(c.Locale, "day", "", 0, at.In(loc).Format(time.DateOnly), "")])
+			day, _ := fx.Day(c.Locale, at.In(loc).Format(time.DateOnly))
+			want = append(want, day)
 		}
 		want = append(want, zone)
 		for _, w := range want {

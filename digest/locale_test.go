@@ -160,3 +160,24 @@ func TestCurrencyDigitsAgreeWithCLDR(t *testing.T) {
 		}
 	}
 }
+
+// A customer's locale is served by its own CLDR data when shipped, else
+// along CLDR's parent locales; a language without region by its own; an
+// unshipped language by English.
+func TestLocaleFallsBackAlongCLDRParents(t *testing.T) {
+	t.Parallel()
+	for locale, want := range map[string]string{
+		"es-MX": "es-MX", "es-AR": "es-419", "es-419": "es-419", "es-ES": "es", "es": "es",
+		"en-US": "en", "en-AU": "en-001", "en-GB": "en-GB", "en-IN": "en-IN", "en": "en",
+		"de-CH": "de-CH", "de-LU": "de", "de-AT": "de-AT", "fr-BE": "fr", "fr-CA": "fr-CA",
+		"ar-AE": "ar-AE", "ar-MA": "ar", "ar": "ar", "ja-JP": "ja",
+		"pt-BR": "en", "pl-PL": "en", "": "en", "not a tag!": "en", "es-mx": "es-MX",
+	} {
+		if got := localeFor(locale); got.id != want {
+			t.Errorf("localeFor(%q) = %s, want %s", locale, got.id, want)
+		}
+	}
+	if w := localeFor("es-AR").words; w != spanishLatinAmerica {
+		t.Errorf("es-AR is written with %v words, want es-419's", w)
+	}
+}

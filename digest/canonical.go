@@ -11,7 +11,8 @@ import (
 // UTC with nanoseconds (RFC 3339), as encoding/json writes it:
 //
 //	{"format":"digest-canonical-1","type":…,"version":…,"week":"2026-W48",
-//	 "from":…,"to":…,"customer":{"id":…,"email":…,"name":…,"locale":…},
+//	 "from":…,"to":…,"customer":{"id":…,"email":…,"name":…,"locale":…
+//	 [,"time_zone":… only when set]},
 //	 "activity":[{"occurred_at":…,"recorded_at":…,"kind":…,"amount_minor":…,
 //	 "currency":…,"description":…},…],"totals":[{"currency":…,"count":…,
 //	 "credit_minor":…,"debit_minor":…,"net_minor":…},…]}
@@ -41,6 +42,12 @@ func (d *Digest) appendCanonical(b []byte) []byte {
 	b = appendJSONString(b, d.Customer.Name)
 	b = append(b, `,"locale":`...)
 	b = appendJSONString(b, d.Customer.Locale)
+	if d.Customer.TimeZone != "" {
+		// Only when set: a digest without a zone keeps the canonical
+		// form, and so the fingerprint, it had before the field existed.
+		b = append(b, `,"time_zone":`...)
+		b = appendJSONString(b, d.Customer.TimeZone)
+	}
 	b = append(b, `},"activity":[`...)
 	for i, a := range d.Activity {
 		if i > 0 {

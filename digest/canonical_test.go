@@ -25,10 +25,11 @@ type canonicalDigest struct {
 }
 
 type canonicalCustomer struct {
-	ID     string `json:"id"`
-	Email  string `json:"email"`
-	Name   string `json:"name"`
-	Locale string `json:"locale"`
+	ID       string `json:"id"`
+	Email    string `json:"email"`
+	Name     string `json:"name"`
+	Locale   string `json:"locale"`
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 type canonicalActivity struct {
@@ -52,7 +53,7 @@ func canonicalJSON(t testing.TB, d *Digest) []byte {
 		From:    utc(d.From),
 		To:      utc(d.To),
 		Customer: canonicalCustomer{
-			ID: d.Customer.ID, Email: d.Customer.Email, Name: d.Customer.Name, Locale: d.Customer.Locale,
+			ID: d.Customer.ID, Email: d.Customer.Email, Name: d.Customer.Name, Locale: d.Customer.Locale, TimeZone: d.Customer.TimeZone,
 		},
 		Activity: make([]canonicalActivity, len(d.Activity)),
 		Totals:   d.Totals,
@@ -88,7 +89,7 @@ func randomDigest(rng *rand.Rand, strs []string) *Digest {
 	}
 	d := &Digest{
 		Identity: Identity{Customer: s(), Week: ISOWeek{rng.IntN(10000), rng.IntN(54)}, Type: s(), Version: s()},
-		Customer: Customer{ID: s(), Email: s(), Name: s(), Locale: s()},
+		Customer: Customer{ID: s(), Email: s(), Name: s(), Locale: s(), TimeZone: s()},
 		From:     at(), To: at(),
 	}
 	for range rng.IntN(5) {

@@ -18,12 +18,12 @@ import (
 //
 // Each message is a fmt format; the arguments are in the comment of its id.
 const (
-	msgSubject      = "subject"      // week, range
+	msgSubject      = "subject"      // range
 	msgHeading      = "heading"      //
 	msgHello        = "hello"        //
 	msgHelloName    = "hello_name"   // name
-	msgIntro        = "intro"        // week, range
-	msgIntroEmpty   = "intro_empty"  // week, range
+	msgIntro        = "intro"        // range
+	msgIntroEmpty   = "intro_empty"  // range
 	msgIntroHTML    = "intro_html"   //
 	msgEmptyHTML    = "empty_html"   //
 	msgDate         = "date"         //
@@ -36,7 +36,9 @@ const (
 	msgMoneyOut     = "money_out"    //
 	msgNet          = "net"          //
 	msgFooter       = "footer"       // zone
-	msgReference    = "reference"    // type, version, week
+	msgLabel        = "label"        // label: a label before its value in the text part
+	msgListSep      = "list_sep"     // between two items of a line
+	msgUnsubscribe  = "unsubscribe"  // the visible unsubscribe link's text
 	msgKindPrefix   = "kind."        // + kind, e.g. kind.card_payment
 )
 
@@ -54,119 +56,138 @@ func transactions(one, other string) translation {
 
 var translations = map[language.Tag][]translation{
 	language.English: {
-		s(msgSubject, "Your account activity, %s (%s)"),
+		s(msgSubject, "Your account activity, %s"),
 		s(msgHeading, "Your weekly account activity"),
 		s(msgHello, "Hello,"),
 		s(msgHelloName, "Hello %s,"),
-		s(msgIntro, "Here is your account activity for %s (%s)."),
-		s(msgIntroEmpty, "There was no activity on your account in %s (%s)."),
-		s(msgIntroHTML, "Here is your account activity for the week."),
-		s(msgEmptyHTML, "There was no activity on your account this week."),
+		s(msgIntro, "Here is your account activity for last week (%s)."),
+		s(msgIntroEmpty, "There was no activity on your account last week (%s)."),
+		s(msgIntroHTML, "Here is your account activity for last week."),
+		s(msgEmptyHTML, "There was no activity on your account last week."),
 		s(msgDate, "Date"), s(msgActivity, "Activity"), s(msgAmount, "Amount"),
 		s(msgTotals, "Totals"), s(msgCurrency, "Currency"),
 		transactions("%d transaction", "%d transactions"),
-		s(msgMoneyIn, "Money in:"), s(msgMoneyOut, "Money out:"), s(msgNet, "Net:"),
+		s(msgMoneyIn, "Money in"), s(msgMoneyOut, "Money out"), s(msgNet, "Net change"),
+		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Unsubscribe from this weekly summary"),
 		s(msgFooter, "You receive this summary once a week for your account. Dates are shown in %s; amounts in each currency's own units."),
-		s(msgReference, "Reference: %s %s, %s"),
 		s(msgKindPrefix+"card_payment", "Card payment"), s(msgKindPrefix+"transfer_in", "Transfer received"),
 		s(msgKindPrefix+"transfer_out", "Transfer sent"), s(msgKindPrefix+"fee", "Fee"), s(msgKindPrefix+"refund", "Refund"),
 		s(msgKindPrefix+"interest", "Interest"), s(msgKindPrefix+"cash_withdrawal", "Cash withdrawal"), s(msgKindPrefix+"direct_debit", "Direct debit"),
 	},
 	language.German: {
-		s(msgSubject, "Ihre Kontobewegungen, %s (%s)"),
-		s(msgHeading, "Ihre Kontobewegungen der Woche"),
+		s(msgSubject, "Ihre Kontobewegungen, %s"),
+		s(msgHeading, "Ihre Kontobewegungen der Vorwoche"),
 		s(msgHello, "Guten Tag,"),
 		s(msgHelloName, "Guten Tag %s,"),
-		s(msgIntro, "Hier sind Ihre Kontobewegungen für %s (%s)."),
-		s(msgIntroEmpty, "In %s (%s) gab es keine Bewegungen auf Ihrem Konto."),
-		s(msgIntroHTML, "Hier sind Ihre Kontobewegungen der Woche."),
-		s(msgEmptyHTML, "In dieser Woche gab es keine Bewegungen auf Ihrem Konto."),
+		s(msgIntro, "Hier sind Ihre Kontobewegungen der Vorwoche (%s)."),
+		s(msgIntroEmpty, "In der Vorwoche (%s) gab es keine Bewegungen auf Ihrem Konto."),
+		s(msgIntroHTML, "Hier sind Ihre Kontobewegungen der Vorwoche."),
+		s(msgEmptyHTML, "In der Vorwoche gab es keine Bewegungen auf Ihrem Konto."),
 		s(msgDate, "Datum"), s(msgActivity, "Vorgang"), s(msgAmount, "Betrag"),
 		s(msgTotals, "Summen"), s(msgCurrency, "Währung"),
 		transactions("%d Buchung", "%d Buchungen"),
-		s(msgMoneyIn, "Eingänge:"), s(msgMoneyOut, "Ausgänge:"), s(msgNet, "Saldo:"),
+		s(msgMoneyIn, "Eingänge"), s(msgMoneyOut, "Ausgänge"), s(msgNet, "Nettoveränderung"),
+		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Diese wöchentliche Übersicht abbestellen"),
 		s(msgFooter, "Sie erhalten diese Übersicht einmal pro Woche für Ihr Konto. Zeiten in %s; Beträge in der jeweiligen Währung."),
-		s(msgReference, "Referenz: %s %s, %s"),
 		s(msgKindPrefix+"card_payment", "Kartenzahlung"), s(msgKindPrefix+"transfer_in", "Überweisung erhalten"),
 		s(msgKindPrefix+"transfer_out", "Überweisung gesendet"), s(msgKindPrefix+"fee", "Gebühr"), s(msgKindPrefix+"refund", "Erstattung"),
 		s(msgKindPrefix+"interest", "Zinsen"), s(msgKindPrefix+"cash_withdrawal", "Bargeldabhebung"), s(msgKindPrefix+"direct_debit", "Lastschrift"),
 	},
 	language.French: {
-		s(msgSubject, "Activité de votre compte, %s (%s)"),
-		s(msgHeading, "L’activité de votre compte cette semaine"),
+		s(msgSubject, "Activité de votre compte, %s"),
+		s(msgHeading, "L’activité de votre compte la semaine dernière"),
 		s(msgHello, "Bonjour,"),
 		s(msgHelloName, "Bonjour %s,"),
-		s(msgIntro, "Voici l’activité de votre compte pour %s (%s)."),
-		s(msgIntroEmpty, "Aucune opération sur votre compte en %s (%s)."),
-		s(msgIntroHTML, "Voici l’activité de votre compte pour la semaine."),
-		s(msgEmptyHTML, "Aucune opération sur votre compte cette semaine."),
+		s(msgIntro, "Voici l’activité de votre compte la semaine dernière (%s)."),
+		s(msgIntroEmpty, "Aucune opération sur votre compte la semaine dernière (%s)."),
+		s(msgIntroHTML, "Voici l’activité de votre compte la semaine dernière."),
+		s(msgEmptyHTML, "Aucune opération sur votre compte la semaine dernière."),
 		s(msgDate, "Date"), s(msgActivity, "Opération"), s(msgAmount, "Montant"),
 		s(msgTotals, "Totaux"), s(msgCurrency, "Devise"),
 		transactions("%d opération", "%d opérations"),
-		s(msgMoneyIn, "Entrées :"), s(msgMoneyOut, "Sorties :"), s(msgNet, "Solde :"),
-		s(msgFooter, "Vous recevez ce résumé une fois par semaine pour votre compte. Dates en %s ; montants dans l’unité de chaque devise."),
-		s(msgReference, "Référence : %s %s, %s"),
+		s(msgMoneyIn, "Entrées"), s(msgMoneyOut, "Sorties"), s(msgNet, "Variation nette"),
+		s(msgLabel, "%s\u202f:"), s(msgListSep, ", "), // U+202F before a colon, as French typography has it
+		s(msgUnsubscribe, "Se désabonner de ce résumé hebdomadaire"),
+		s(msgFooter, "Vous recevez ce résumé une fois par semaine pour votre compte. Dates en %s\u202f; montants dans l’unité de chaque devise."),
 		s(msgKindPrefix+"card_payment", "Paiement par carte"), s(msgKindPrefix+"transfer_in", "Virement reçu"),
 		s(msgKindPrefix+"transfer_out", "Virement émis"), s(msgKindPrefix+"fee", "Frais"), s(msgKindPrefix+"refund", "Remboursement"),
 		s(msgKindPrefix+"interest", "Intérêts"), s(msgKindPrefix+"cash_withdrawal", "Retrait d’espèces"), s(msgKindPrefix+"direct_debit", "Prélèvement"),
 	},
 	language.Spanish: {
-		s(msgSubject, "Actividad de su cuenta, %s (%s)"),
+		s(msgSubject, "Actividad de su cuenta, %s"),
 		s(msgHeading, "La actividad semanal de su cuenta"),
 		s(msgHello, "Hola:"),
 		s(msgHelloName, "Hola, %s:"),
-		s(msgIntro, "Esta es la actividad de su cuenta en %s (%s)."),
-		s(msgIntroEmpty, "No hubo actividad en su cuenta en %s (%s)."),
-		s(msgIntroHTML, "Esta es la actividad de su cuenta en la semana."),
-		s(msgEmptyHTML, "No hubo actividad en su cuenta esta semana."),
+		s(msgIntro, "Esta es la actividad de su cuenta la semana pasada (%s)."),
+		s(msgIntroEmpty, "No hubo actividad en su cuenta la semana pasada (%s)."),
+		s(msgIntroHTML, "Esta es la actividad de su cuenta la semana pasada."),
+		s(msgEmptyHTML, "No hubo actividad en su cuenta la semana pasada."),
 		s(msgDate, "Fecha"), s(msgActivity, "Movimiento"), s(msgAmount, "Importe"),
 		s(msgTotals, "Totales"), s(msgCurrency, "Divisa"),
 		transactions("%d movimiento", "%d movimientos"),
-		s(msgMoneyIn, "Entradas:"), s(msgMoneyOut, "Salidas:"), s(msgNet, "Saldo:"),
+		s(msgMoneyIn, "Entradas"), s(msgMoneyOut, "Salidas"), s(msgNet, "Variación neta"),
+		s(msgLabel, "%s:"), s(msgListSep, ", "),
+		s(msgUnsubscribe, "Cancelar la suscripción a este resumen semanal"),
 		s(msgFooter, "Recibe este resumen una vez por semana para su cuenta. Fechas en %s; importes en las unidades de cada divisa."),
-		s(msgReference, "Referencia: %s %s, %s"),
 		s(msgKindPrefix+"card_payment", "Pago con tarjeta"), s(msgKindPrefix+"transfer_in", "Transferencia recibida"),
 		s(msgKindPrefix+"transfer_out", "Transferencia enviada"), s(msgKindPrefix+"fee", "Comisión"), s(msgKindPrefix+"refund", "Devolución"),
 		s(msgKindPrefix+"interest", "Intereses"), s(msgKindPrefix+"cash_withdrawal", "Retirada de efectivo"), s(msgKindPrefix+"direct_debit", "Domiciliación"),
 	},
 	language.Japanese: {
-		s(msgSubject, "口座のご利用状況 %s（%s）"),
-		s(msgHeading, "今週の口座のご利用状況"),
+		s(msgSubject, "口座のご利用状況（%s）"),
+		s(msgHeading, "先週の口座のご利用状況"),
 		s(msgHello, "いつもご利用いただきありがとうございます。"),
 		s(msgHelloName, "%s 様"),
-		s(msgIntro, "%s（%s）の口座のご利用状況をお知らせします。"),
-		s(msgIntroEmpty, "%s（%s）の口座のご利用はありませんでした。"),
-		s(msgIntroHTML, "今週の口座のご利用状況をお知らせします。"),
-		s(msgEmptyHTML, "今週の口座のご利用はありませんでした。"),
+		s(msgIntro, "先週（%s）の口座のご利用状況をお知らせします。"),
+		s(msgIntroEmpty, "先週（%s）の口座のご利用はありませんでした。"),
+		s(msgIntroHTML, "先週の口座のご利用状況をお知らせします。"),
+		s(msgEmptyHTML, "先週の口座のご利用はありませんでした。"),
 		s(msgDate, "日付"), s(msgActivity, "取引内容"), s(msgAmount, "金額"),
 		s(msgTotals, "合計"), s(msgCurrency, "通貨"),
-		s(msgTransactions, "%d 件"), // Japanese has one plural form
-		s(msgMoneyIn, "入金："), s(msgMoneyOut, "出金："), s(msgNet, "差引："),
+		s(msgTransactions, "%d件"), // Japanese has one plural form; no space before the counter
+		s(msgMoneyIn, "入金"), s(msgMoneyOut, "出金"), s(msgNet, "差引"),
+		s(msgLabel, "%s："), s(msgListSep, "、"),
+		s(msgUnsubscribe, "このお知らせの配信を停止する"),
 		s(msgFooter, "このお知らせは毎週お送りしています。日時は %s、金額は各通貨の単位で表示しています。"),
-		s(msgReference, "参照：%s %s、%s"),
 		s(msgKindPrefix+"card_payment", "カード払い"), s(msgKindPrefix+"transfer_in", "振込入金"),
 		s(msgKindPrefix+"transfer_out", "振込出金"), s(msgKindPrefix+"fee", "手数料"), s(msgKindPrefix+"refund", "返金"),
 		s(msgKindPrefix+"interest", "利息"), s(msgKindPrefix+"cash_withdrawal", "現金引き出し"), s(msgKindPrefix+"direct_debit", "口座振替"),
 	},
 	language.Arabic: {
-		s(msgSubject, "نشاط حسابك، %s (%s)"),
+		s(msgSubject, "نشاط حسابك، %s"),
 		s(msgHeading, "نشاط حسابك الأسبوعي"),
 		s(msgHello, "مرحبًا،"),
 		s(msgHelloName, "مرحبًا %s،"),
-		s(msgIntro, "إليك نشاط حسابك في %s (%s)."),
-		s(msgIntroEmpty, "لم يكن هناك أي نشاط في حسابك في %s (%s)."),
-		s(msgIntroHTML, "إليك نشاط حسابك لهذا الأسبوع."),
-		s(msgEmptyHTML, "لم يكن هناك أي نشاط في حسابك هذا الأسبوع."),
+		s(msgIntro, "إليك نشاط حسابك في الأسبوع الماضي (%s)."),
+		s(msgIntroEmpty, "لم يكن هناك أي نشاط في حسابك في الأسبوع الماضي (%s)."),
+		s(msgIntroHTML, "إليك نشاط حسابك في الأسبوع الماضي."),
+		s(msgEmptyHTML, "لم يكن هناك أي نشاط في حسابك في الأسبوع الماضي."),
 		s(msgDate, "التاريخ"), s(msgActivity, "العملية"), s(msgAmount, "المبلغ"),
 		s(msgTotals, "الإجماليات"), s(msgCurrency, "العملة"),
 		translation{msgTransactions, plural.Selectf(1, "%d",
 			"zero", "لا عمليات", "one", "عملية واحدة", "two", "عمليتان", "few", "%d عمليات", "many", "%d عملية", "other", "%d عملية")},
-		s(msgMoneyIn, "الوارد:"), s(msgMoneyOut, "الصادر:"), s(msgNet, "الصافي:"),
+		s(msgMoneyIn, "الوارد"), s(msgMoneyOut, "الصادر"), s(msgNet, "الصافي"),
+		s(msgLabel, "%s:"), s(msgListSep, "، "), // the Arabic comma
+		s(msgUnsubscribe, "إلغاء الاشتراك في هذه الخلاصة الأسبوعية"),
 		s(msgFooter, "تصلك هذه الخلاصة مرة كل أسبوع عن حسابك. التواريخ بتوقيت %s، والمبالغ بوحدات كل عملة."),
-		s(msgReference, "المرجع: %s %s، %s"),
 		s(msgKindPrefix+"card_payment", "دفع بالبطاقة"), s(msgKindPrefix+"transfer_in", "تحويل وارد"),
 		s(msgKindPrefix+"transfer_out", "تحويل صادر"), s(msgKindPrefix+"fee", "رسوم"), s(msgKindPrefix+"refund", "استرداد"),
 		s(msgKindPrefix+"interest", "فوائد"), s(msgKindPrefix+"cash_withdrawal", "سحب نقدي"), s(msgKindPrefix+"direct_debit", "خصم مباشر"),
+	},
+}
+
+// regionalTranslations are a region's words where they differ from its
+// language's (regionalWords maps locales to them); any other message is
+// the language's.
+var regionalTranslations = map[language.Tag][]translation{
+	// Latin American Spanish (es-MX and the other es-419 regions): a
+	// Mexican reader's bank says monto, retiro de efectivo and moneda.
+	spanishLatinAmerica: {
+		s(msgAmount, "Monto"), s(msgCurrency, "Moneda"),
+		s(msgKindPrefix+"cash_withdrawal", "Retiro de efectivo"),
+		s(msgFooter, "Recibe este resumen una vez por semana para su cuenta. Fechas en %s; montos en las unidades de cada moneda."),
 	},
 }
 
@@ -177,6 +198,18 @@ func newCatalog() (*catalog.Builder, error) {
 		for _, t := range translations[tag] {
 			if err := b.Set(tag, t.id, t.msg); err != nil {
 				return nil, err
+			}
+		}
+	}
+	for tag, ts := range regionalTranslations {
+		base, _ := tag.Base()
+		// The language's messages first, then the region's over them: a
+		// catalogue lookup does not fall back from es-419 to es.
+		for _, list := range [][]translation{translations[language.Make(base.String())], ts} {
+			for _, t := range list {
+				if err := b.Set(tag, t.id, t.msg); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

@@ -1,22 +1,20 @@
 package digest
 
 import (
-	"strconv"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/currency"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Languages are the languages digests are written in, English first: the
-// fallback for an empty, malformed or unmatched locale. Adding one means a
-// row in localeFormats, its messages in catalog.go and golden files (see
-// the README, "Adding a language").
+// fallback for an empty, malformed or unmatched locale. Adding one means
+// its locales in internal/cldrgen, its messages in catalog.go and golden
+// files (see the README, "Adding a language").
 var Languages = []language.Tag{language.English, language.German, language.French, language.Spanish, language.Japanese, language.Arabic}
 
 var matcher = language.NewMatcher(Languages)
@@ -28,28 +26,37 @@ func MatchLanguage(locale string) language.Tag {
 	if locale == "" {
 		return language.English
 	}
-	matched.RLock()
-	lang, ok := matched.m[locale]
-	matched.RUnlock()
-	if ok {
-		return lang
-	}
-	lang = matchLanguage(locale)
-	matched.Lock()
-	if len(matched.m) >= maxMatched {
-		clear(matched.m)
-	}
-	matched.m[locale] = lang
-	matched.Unlock()
-	return lang
+	return matched.get(locale, matchLanguage)
 }
 
 // matched caches MatchLanguage: parsing and matching a locale costs a
 // dozen allocations, for the handful of distinct locales of a run.
-var matched = struct {
+var matched = localeCache[language.Tag]{m: map[string]language.Tag{}}
+
+// localeCache maps locales (from the source, unchecked) to what they
+// resolve to, bounded by maxMatched.
+type localeCache[V any] struct {
 	sync.RWMutex
-	m map[string]language.Tag
-}{m: map[string]language.Tag{}}
+	m map[string]V
+}
+
+// get returns the value of locale, resolving it the first time.
+func (c *localeCache[V]) get(locale string, resolve func(string) V) V {
+	c.RLock()
+	v, ok := c.m[locale]
+	c.RUnlock()
+	if ok {
+		return v
+	}
+	v = resolve(locale)
+	c.Lock()
+	if len(c.m) >= maxMatched {
+		clear(c.m)
+	}
+	c.m[locale] = v
+	c.Unlock()
+	return v
+}
 
 // maxMatched bounds matched (locales come from the source, unchecked);
 // past it the cache starts again.
@@ -67,127 +74,121 @@ func matchLanguage(locale string) language.Tag {
 	return Languages[i]
 }
 
-// localeFormat is how one language writes money and dates: CLDR 46 data
-// (common/main/<lang>.xml, numbers and the gregorian calendar, default
-// numbering system) for the language's default region. Currency symbols
-// come from golang.org/x/text/currency (also CLDR); x/text places them
-// before the number in every language, so the placement (the currency
-// pattern) is held here.
+//go:generate sh -c "cd internal/cldrgen && npm ci --no-audit --no-fund && go run . -cldr node_modules -out ../../cldr_tables.go"
+
+// localeFormat is how one locale writes money and dates: CLDR data
+// (cldr_tables.go, generated from the CLDR release cldrVersion by
+// internal/cldrgen) for the locale's default numbering system and the
+// gregorian calendar. Formats are keyed on the customer's full locale
+// (de-CH, es-MX), falling back along CLDR's parent locales (es-MX →
+// es-419 → es, de-LU → de); the words stay per language (catalog.go).
 type localeFormat struct {
-	decimal, group string
-	minGrouping    int    // CLDR minimumGroupingDigits: es writes 1234 but 12.345
-	minus          string // the minus sign, e.g. U+061C U+002D in Arabic
-	symbolFirst    bool   // "¤#,##0.00" (en, ja) or "#,##0.00 ¤" (de, fr, es, ar)
-	symbolSep      string // between number and a trailing symbol: U+00A0
-	digits         string // "" for 0-9, else the ten digits of the numbering system
-	rtl            bool
+	id string // the CLDR locale id the data is from: "de-CH", "en" (which is en-US)
 
-	weekdays [7]string  // abbreviated, Sunday first (format context)
-	months   [12]string // abbreviated (format context)
-	// day formats the day of a row (CLDR MMMEd); rng the week as a CLDR
-	// yMMMd interval, within a month, across months or across years.
-	day func(f *localeFormat, t time.Time) string
-	rng func(f *localeFormat, first, last time.Time) string
+	digits                string // "" for 0-9, else the ten digits of the numbering system
+	decimal, group, minus string // the currency decimal and group separators, the minus sign (U+061C U+002D in ar-EG)
+	minGrouping           int    // CLDR minimumGroupingDigits: es writes 1234 but 12.345
+	primary, secondary    int    // grouping sizes: 3, 3; en-IN 3, 2 (1,23,45,678.90)
+	// The currency pattern's affixes, ¤ standing for the symbol: "¤" and
+	// "-¤" (en), "¤\u00a0" and "¤-" (de-CH), "\u200f" and "\u00a0¤" (ar).
+	posPrefix, posSuffix, negPrefix, negSuffix string
+	symbols                                    map[string]string // by ISO code; others are written as their code
+
+	months     [12]string // abbreviated (format context)
+	weekdays   [7]string  // abbreviated, Sunday first (format context)
+	dayPattern string     // CLDR MMMEd: a row's day
+	// CLDR yMMMd intervals: the week within a month, across months, across years.
+	rangeD, rangeM, rangeY string
+
+	rtl   bool               // written right to left
+	day   []dateToken        // dayPattern, parsed
+	rng   [3]intervalPattern // rangeD, rangeM, rangeY, parsed
+	words language.Tag       // the catalogue's words: the language, or a regional variant (es-419)
 }
 
-var localeFormats = map[language.Tag]*localeFormat{
-	language.English: {
-		decimal: ".", group: ",", minGrouping: 1, minus: "-", symbolFirst: true,
-		weekdays: [7]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"},
-		months:   [12]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"},
-		day:      func(f *localeFormat, t time.Time) string { return f.wd(t) + " " + f.num(t.Day()) + " " + f.mon(t) },
-		rng:      dayMonthYearRange("–", " – ", " "),
-	},
-	language.German: {
-		decimal: ",", group: ".", minGrouping: 1, minus: "-", symbolSep: "\u00a0",
-		weekdays: [7]string{"So.", "Mo.", "Di.", "Mi.", "Do.", "Fr.", "Sa."},
-		months:   [12]string{"Jan.", "Feb.", "März", "Apr.", "Mai", "Juni", "Juli", "Aug.", "Sept.", "Okt.", "Nov.", "Dez."},
-		day:      func(f *localeFormat, t time.Time) string { return f.wd(t) + ", " + f.num(t.Day()) + ". " + f.mon(t) },
-		rng: func(f *localeFormat, a, b time.Time) string {
-			d := func(t time.Time) string { return f.num(t.Day()) + ". " + f.mon(t) }
-			switch {
-			case a.Year() != b.Year():
-				return d(a) + " " + f.num(a.Year()) + " – " + d(b) + " " + f.num(b.Year())
-			case a.Month() != b.Month():
-				return d(a) + " – " + d(b) + " " + f.num(b.Year())
-			}
-			return f.num(a.Day()) + ".–" + d(b) + " " + f.num(b.Year())
-		},
-	},
-	language.French: {
-		decimal: ",", group: "\u202f", minGrouping: 1, minus: "-", symbolSep: "\u00a0",
-		weekdays: [7]string{"dim.", "lun.", "mar.", "mer.", "jeu.", "ven.", "sam."},
-		months:   [12]string{"janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.", "nov.", "déc."},
-		day:      func(f *localeFormat, t time.Time) string { return f.wd(t) + " " + f.num(t.Day()) + " " + f.mon(t) },
-		rng:      dayMonthYearRange("–", " – ", " "),
-	},
-	language.Spanish: {
-		decimal: ",", group: ".", minGrouping: 2, minus: "-", symbolSep: "\u00a0",
-		weekdays: [7]string{"dom", "lun", "mar", "mié", "jue", "vie", "sáb"},
-		months:   [12]string{"ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sept", "oct", "nov", "dic"},
-		day:      func(f *localeFormat, t time.Time) string { return f.wd(t) + ", " + f.num(t.Day()) + " " + f.mon(t) },
-		rng:      dayMonthYearRange("–", " – ", " "),
-	},
-	language.Japanese: {
-		decimal: ".", group: ",", minGrouping: 1, minus: "-", symbolFirst: true,
-		weekdays: [7]string{"日", "月", "火", "水", "木", "金", "土"},
-		months:   [12]string{"1月", "2月", "3月", "4月", "5月", "6月", "7月", "8月", "9月", "10月", "11月", "12月"},
-		day:      func(f *localeFormat, t time.Time) string { return f.mon(t) + f.num(t.Day()) + "日(" + f.wd(t) + ")" },
-		rng: func(f *localeFormat, a, b time.Time) string {
-			ymd := func(t time.Time) string { return f.num(t.Year()) + "年" + f.mon(t) + f.num(t.Day()) + "日" }
-			switch {
-			case a.Year() != b.Year():
-				return ymd(a) + "～" + ymd(b)
-			case a.Month() != b.Month():
-				return ymd(a) + "～" + f.mon(b) + f.num(b.Day()) + "日"
-			}
-			return ymd(a) + "～" + f.num(b.Day()) + "日"
-		},
-	},
-	language.Arabic: {
-		decimal: "\u066b", group: "\u066c", minGrouping: 1, minus: "\u061c-", symbolSep: "\u00a0",
-		digits: "٠١٢٣٤٥٦٧٨٩", rtl: true,
-		weekdays: [7]string{"الأحد", "الاثنين", "الثلاثاء", "الأربعاء", "الخميس", "الجمعة", "السبت"},
-		months:   [12]string{"يناير", "فبراير", "مارس", "أبريل", "مايو", "يونيو", "يوليو", "أغسطس", "سبتمبر", "أكتوبر", "نوفمبر", "ديسمبر"},
-		day:      func(f *localeFormat, t time.Time) string { return f.wd(t) + "، " + f.num(t.Day()) + " " + f.mon(t) },
-		rng:      dayMonthYearRange("–", " – ", " "),
-	},
-}
+// rtlLanguages are the shipped languages written right to left.
+var rtlLanguages = map[string]bool{"ar": true}
 
-// dayMonthYearRange is the CLDR yMMMd interval of the languages that write
-// "d MMM y": "23–29 Nov 2026", "30 Nov – 6 Dec 2026", "28 Dec 2026 – 3 Jan 2027".
-func dayMonthYearRange(sameMonth, wide, sp string) func(f *localeFormat, a, b time.Time) string {
-	return func(f *localeFormat, a, b time.Time) string {
-		dm := func(t time.Time) string { return f.num(t.Day()) + sp + f.mon(t) }
-		switch {
-		case a.Year() != b.Year():
-			return dm(a) + sp + f.num(a.Year()) + wide + dm(b) + sp + f.num(b.Year())
-		case a.Month() != b.Month():
-			return dm(a) + wide + dm(b) + sp + f.num(b.Year())
+// regionalWords are the catalogue variants of a region: a locale whose
+// chain of parents reaches one is written with its words (es-MX: es-419).
+var regionalWords = map[string]language.Tag{"es-419": spanishLatinAmerica}
+
+var spanishLatinAmerica = language.MustParse("es-419")
+
+func init() {
+	for id, f := range cldrLocales {
+		base, _, _ := strings.Cut(id, "-")
+		f.rtl = rtlLanguages[base]
+		f.words = language.Make(base)
+		for p := id; p != ""; p = parentLocale(p) {
+			if t, ok := regionalWords[p]; ok {
+				f.words = t
+				break
+			}
 		}
-		return f.num(a.Day()) + sameMonth + dm(b) + sp + f.num(b.Year())
+		var err error
+		if f.day, err = parseDatePattern(f.dayPattern); err != nil {
+			panic(fmt.Sprintf("CLDR %s MMMEd: %v", id, err))
+		}
+		for i, p := range [3]string{f.rangeD, f.rangeM, f.rangeY} {
+			if f.rng[i], err = parseInterval(p); err != nil {
+				panic(fmt.Sprintf("CLDR %s yMMMd interval: %v", id, err))
+			}
+		}
 	}
 }
 
+// parentLocale is CLDR's parent of a locale id: from parentLocales, else
+// the id truncated ("de-CH" → "de"); "" for a bare language.
+func parentLocale(id string) string {
+	if p, ok := cldrParents[id]; ok {
+		return p
+	}
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return ""
+}
+
+// localeFor returns the formats that serve locale (a BCP 47 tag): the
+// locale's own when shipped (es-MX), else the nearest shipped one along
+// CLDR's parents (es-AR → es-419, de-LU → de, en-US → en), and the
+// language's own for a language without region; a language that is not
+// shipped is written as English ("en"). From a cache (see matched).
+func localeFor(locale string) *localeFormat { return formats.get(locale, resolveLocale) }
+
+var formats = localeCache[*localeFormat]{m: map[string]*localeFormat{}}
+
+func resolveLocale(locale string) *localeFormat {
+	lang := MatchLanguage(locale)
+	base, _ := lang.Base()
+	fallback := cldrLocales[base.String()]
+	t, err := language.Parse(locale)
+	if err != nil {
+		return fallback
+	}
+	if b, _ := t.Base(); b != base {
+		return fallback // a language served by another's words (or English)
+	}
+	r, conf := t.Region()
+	if conf != language.Exact {
+		return fallback
+	}
+	for id := base.String() + "-" + r.String(); id != ""; id = parentLocale(id) {
+		if f, ok := cldrLocales[id]; ok {
+			return f
+		}
+	}
+	return fallback
+}
+
+// formatFor returns the formats of a shipped language (its default region).
 func formatFor(lang language.Tag) *localeFormat {
-	if f, ok := localeFormats[lang]; ok {
+	base, _ := lang.Base()
+	if f, ok := cldrLocales[base.String()]; ok {
 		return f
 	}
-	return localeFormats[language.English]
-}
-
-func (f *localeFormat) wd(t time.Time) string  { return f.weekdays[t.Weekday()] }
-func (f *localeFormat) mon(t time.Time) string { return f.months[t.Month()-1] }
-
-// num writes a small non-negative number (a day, a year) in the locale's
-// digits, without grouping.
-func (f *localeFormat) num(n int) string { return f.localDigits(strconv.Itoa(n)) }
-
-func (f *localeFormat) localDigits(s string) string {
-	if f.digits == "" {
-		return s
-	}
-	return strings.Map(f.localDigit, s)
+	return cldrLocales["en"]
 }
 
 // localDigit returns r, or the locale's digit for an ASCII digit r.
@@ -205,61 +206,169 @@ func (f *localeFormat) localDigit(r rune) rune {
 	return r
 }
 
-// weekRange formats the civil days of [from, to) in from's zone.
-func (f *localeFormat) weekRange(from, to time.Time) string {
-	return f.rng(f, from, to.In(from.Location()).AddDate(0, 0, -1))
+// formatDay writes t's civil day as a row shows it (CLDR MMMEd):
+// "Mon, Nov 23" (en), "Mo., 23. Nov." (de), "lun 23 de nov" (es-MX).
+func (f *localeFormat) formatDay(t time.Time) string {
+	return string(f.appendDate(nil, f.day, t))
 }
 
-// symbol returns the currency's symbol in lang, from CLDR via x/text
-// ("€", "￥" in Japanese, "US$" in Arabic; the code where CLDR has none).
-func symbol(lang language.Tag, code string) string {
-	k := symbolKey{lang, code}
-	symbols.RLock()
-	s, ok := symbols.m[k]
-	symbols.RUnlock()
-	if ok {
+// weekRange formats the civil days of [from, to) in from's zone (a CLDR
+// yMMMd interval): "Nov 23 – 29, 2026" (en), "23.–29. Nov. 2026" (de).
+func (f *localeFormat) weekRange(from, to time.Time) string {
+	return f.formatRange(from, to.In(from.Location()).AddDate(0, 0, -1))
+}
+
+// formatRange writes the interval of the civil days a and b: the pattern
+// of their greatest difference, its first part for a and the rest for b.
+func (f *localeFormat) formatRange(a, b time.Time) string {
+	p := f.rng[0]
+	switch {
+	case a.Year() != b.Year():
+		p = f.rng[2]
+	case a.Month() != b.Month():
+		p = f.rng[1]
+	}
+	out := f.appendDate(nil, p.first, a)
+	return string(f.appendDate(out, p.second, b))
+}
+
+// dateToken is a field of a CLDR date pattern (a run of one pattern
+// letter) or literal text (field 0).
+type dateToken struct {
+	field byte // 'd', 'E', 'M', 'y', or 0 for text
+	width int
+	text  string
+}
+
+// intervalPattern is a CLDR interval pattern split where its first field
+// repeats: the first part is written for the start, the second for the end.
+type intervalPattern struct{ first, second []dateToken }
+
+// parseDatePattern reads the fields digest's patterns use (d, E, M or L, y)
+// and literal text, quoted ('de') or not.
+func parseDatePattern(p string) ([]dateToken, error) {
+	var toks []dateToken
+	text := func(s string) {
+		if n := len(toks); n > 0 && toks[n-1].field == 0 {
+			toks[n-1].text += s
+			return
+		}
+		toks = append(toks, dateToken{text: s})
+	}
+	for i := 0; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '\'':
+			if i+1 < len(p) && p[i+1] == '\'' {
+				text("'")
+				i += 2
+				continue
+			}
+			end := strings.IndexByte(p[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("%q: unterminated quote", p)
+			}
+			if end > 0 {
+				text(p[i+1 : i+1+end])
+			}
+			i += end + 2
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			j := i
+			for j < len(p) && p[j] == c {
+				j++
+			}
+			field := c
+			switch c {
+			case 'L':
+				field = 'M'
+			case 'c', 'e':
+				field = 'E'
+			case 'd', 'E', 'M', 'y':
+			default:
+				return nil, fmt.Errorf("%q: field %c not supported", p, c)
+			}
+			toks = append(toks, dateToken{field: field, width: j - i})
+			i = j
+		default:
+			_, n := utf8.DecodeRuneInString(p[i:])
+			text(p[i : i+n])
+			i += n
+		}
+	}
+	return toks, nil
+}
+
+func parseInterval(p string) (intervalPattern, error) {
+	toks, err := parseDatePattern(p)
+	if err != nil {
+		return intervalPattern{}, err
+	}
+	seen := map[byte]bool{}
+	for i, t := range toks {
+		if t.field == 0 {
+			continue
+		}
+		if seen[t.field] {
+			return intervalPattern{first: toks[:i], second: toks[i:]}, nil
+		}
+		seen[t.field] = true
+	}
+	return intervalPattern{}, fmt.Errorf("%q: no repeated field", p)
+}
+
+func (f *localeFormat) appendDate(b []byte, toks []dateToken, t time.Time) []byte {
+	for _, tok := range toks {
+		switch tok.field {
+		case 0:
+			b = append(b, tok.text...)
+		case 'd':
+			b = f.appendNum(b, t.Day(), tok.width)
+		case 'E':
+			b = append(b, f.weekdays[t.Weekday()]...)
+		case 'M':
+			if tok.width >= 3 {
+				b = append(b, f.months[t.Month()-1]...)
+			} else {
+				b = f.appendNum(b, int(t.Month()), tok.width)
+			}
+		case 'y':
+			w := tok.width
+			if w == 1 {
+				w = 0
+			}
+			b = f.appendNum(b, t.Year(), w)
+		}
+	}
+	return b
+}
+
+// appendNum appends n (non-negative) in the locale's digits, padded with
+// zeros to width.
+func (f *localeFormat) appendNum(b []byte, n, width int) []byte {
+	var buf [20]byte
+	return f.appendLocalDigits(b, appendPadded(buf[:0], n, width))
+}
+
+// symbol returns the currency's symbol in the locale (CLDR: "€", "US$" in
+// en-GB, "$" for MXN in es-MX); its ISO code where CLDR has none, or for a
+// currency cldrgen does not generate.
+func (f *localeFormat) symbol(code string) string {
+	if s, ok := f.symbols[code]; ok {
 		return s
 	}
-	s = currencySymbol(lang, code)
-	symbols.Lock()
-	symbols.m[k] = s
-	symbols.Unlock()
-	return s
+	return code
 }
 
-type symbolKey struct {
-	lang language.Tag
-	code string
-}
-
-// symbols caches currencySymbol: x/text builds a printer and looks the
-// symbol up for every call, tens of allocations per amount. A plain cache
-// (codes are ISO 4217, a few hundred at most per language).
-var symbols = struct {
-	sync.RWMutex
-	m map[symbolKey]string
-}{m: map[symbolKey]string{}}
-
-func currencySymbol(lang language.Tag, code string) string {
-	u := currency.MustParseISO(code)
-	s := message.NewPrinter(lang).Sprint(currency.Symbol(u.Amount(0)))
-	// x/text writes "SYMBOL 0" (with local digits): keep the symbol.
-	if i := strings.LastIndexByte(s, ' '); i > 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-// FormatMoney formats an amount in minor units as lang writes it (lang
-// being one of Languages; others are written as English): the currency's
-// own number of decimals (JPY 0, EUR 2, BHD 3), the language's separators
-// and grouping, and its symbol where the language's CLDR currency pattern
-// puts it: "€1,234.50" (en), "1.234,50 €" (de), "1 234,50 €" (fr, U+202F
-// between thousands, U+00A0 before the symbol), "￥1,235" (ja). Integer
-// arithmetic only.
-func FormatMoney(lang language.Tag, minor int64, code string) (string, error) {
+// FormatMoney formats an amount in minor units as the CLDR locale serving
+// locale writes it (see localeFor): the currency's own number of decimals
+// (JPY 0, EUR 2, BHD 3), the locale's separators, grouping and digits, its
+// currency pattern and the currency's symbol in it: "€1,234.50" (en),
+// "1.234,50 €" (de, U+00A0 before the symbol), "$1,234.56" (es-MX, MXN),
+// "CHF-12'345.67" (de-CH), "₹1,23,45,678.90" (en-IN), "\u200f1,234.50 د.إ.\u200f"
+// (ar-AE). Integer arithmetic only.
+func FormatMoney(locale string, minor int64, code string) (string, error) {
 	var buf [128]byte
-	b, err := appendMoney(buf[:0], lang, minor, code)
+	b, err := appendMoney(buf[:0], localeFor(locale), minor, code)
 	if err != nil {
 		return "", err
 	}
@@ -268,29 +377,50 @@ func FormatMoney(lang language.Tag, minor int64, code string) (string, error) {
 
 // appendMoney appends FormatMoney's amount to b: the callers build amounts
 // in buffers on their stack and allocate only the strings.
-func appendMoney(b []byte, lang language.Tag, minor int64, code string) ([]byte, error) {
-	f := formatFor(lang)
+func appendMoney(b []byte, f *localeFormat, minor int64, code string) ([]byte, error) {
 	var nbuf [64]byte
-	num, err := appendNumber(nbuf[:0], minor, code, f.decimal, f.group, f.minGrouping)
+	num, err := appendNumber(nbuf[:0], minor, code, f.decimal, f.group, f.minGrouping, f.primary, f.secondary)
 	if err != nil {
 		return b, err
 	}
+	prefix, suffix := f.posPrefix, f.posSuffix
 	if minor < 0 {
-		b = append(b, f.minus...)
+		prefix, suffix = f.negPrefix, f.negSuffix
 	}
-	sym := symbol(lang, code)
-	if f.symbolFirst {
-		b = append(b, sym...)
-		// CLDR currencySpacing: a symbol ending in a letter ("BHD",
-		// "CHF") is kept apart from the digits by a no-break space.
-		if r, _ := utf8.DecodeLastRuneInString(sym); unicode.IsLetter(r) {
+	sym := f.symbol(code)
+	b = appendAffix(b, prefix, sym)
+	// CLDR currencySpacing: a symbol whose side next to the digits is not
+	// a symbol character ("CHF", "BHD") is kept apart from them by a
+	// no-break space.
+	if strings.HasSuffix(prefix, "¤") {
+		if r, _ := utf8.DecodeLastRuneInString(sym); spaced(r) {
 			b = append(b, "\u00a0"...)
 		}
-		return f.appendLocalDigits(b, num), nil
 	}
 	b = f.appendLocalDigits(b, num)
-	b = append(b, f.symbolSep...)
-	return append(b, sym...), nil
+	if strings.HasPrefix(suffix, "¤") {
+		if r, _ := utf8.DecodeRuneInString(sym); spaced(r) {
+			b = append(b, "\u00a0"...)
+		}
+	}
+	return appendAffix(b, suffix, sym), nil
+}
+
+// spaced reports whether currencySpacing's currencyMatch [[:^S:]&[:^Z:]]
+// holds for r.
+func spaced(r rune) bool { return !unicode.IsSymbol(r) && !unicode.In(r, unicode.Z) }
+
+// appendAffix appends a pattern's affix with ¤ replaced by sym.
+func appendAffix(b []byte, affix, sym string) []byte {
+	for {
+		before, after, ok := strings.Cut(affix, "¤")
+		b = append(b, before...)
+		if !ok {
+			return b
+		}
+		b = append(b, sym...)
+		affix = after
+	}
 }
 
 // appendLocalDigits appends num (ASCII) to b in the locale's digits.

@@ -7,18 +7,22 @@ import (
 )
 
 // Message renders d into the message a run sends for it under key: the
-// customer's address, the subject and both parts.
-func (r *Renderer) Message(d *Digest, key Key) (*Message, error) {
-	out, err := r.Render(d)
+// customer's address, the subject and both parts. unsubscribe is the
+// recipient's own unsubscribe URI ("" for none): the message carries it
+// for the List-Unsubscribe header, and an http(s) one is also a visible,
+// translated link in both parts (see RenderFor).
+func (r *Renderer) Message(d *Digest, key Key, unsubscribe string) (*Message, error) {
+	out, err := r.RenderFor(d, unsubscribe)
 	if err != nil {
 		return nil, err
 	}
 	return &Message{
-		Key:     key,
-		To:      Address{Name: d.Customer.Name, Email: d.Customer.Email},
-		Subject: out.Subject,
-		Text:    out.Text,
-		HTML:    out.HTML,
+		Key:         key,
+		To:          Address{Name: d.Customer.Name, Email: d.Customer.Email},
+		Subject:     out.Subject,
+		Text:        out.Text,
+		HTML:        out.HTML,
+		Unsubscribe: unsubscribe,
 	}, nil
 }
 

@@ -17,6 +17,11 @@ type Customer struct {
 	Email  string
 	Name   string
 	Locale string // BCP 47 tag such as "en-GB"; may be empty
+	// TimeZone is the IANA zone ("Asia/Tokyo") the customer reads dates
+	// in, optional: "" shows them in the run's zone (DIGEST_TZ). It changes
+	// only how rows are shown; the week's bounds are always DIGEST_TZ's.
+	// Part of the canonical form only when set (ValidTimeZone checks it).
+	TimeZone string
 	// Suppressed: the customer unsubscribed (or the address was fed back
 	// after a permanent rejection). No digest is built or claimed for a
 	// suppressed customer; not part of the canonical form.

@@ -53,7 +53,7 @@ type Renderer struct {
 // translated once by NewRenderer rather than for every digest.
 type langWords struct {
 	lang   string // the language's tag, "de"
-	labels labels // Subject, Intro, IntroEmpty, Footer and Reference left empty: they take values
+	labels labels // Subject, Intro, IntroEmpty and Footer left empty: they take values
 	hello  string
 	kinds  map[string]string // by known kind
 
@@ -88,7 +88,10 @@ func newLangWords(cat catalog.Catalog, lang language.Tag) *langWords {
 		hello: p.Sprintf(msgHello),
 		kinds: make(map[string]string, len(knownKinds)),
 	}
-	padded := padRight(w.labels.MoneyIn, w.labels.MoneyOut, w.labels.Net)
+	w.labels.ListSep = p.Sprintf(msgListSep)
+	w.labels.Unsubscribe = p.Sprintf(msgUnsubscribe)
+	w.labels.UnsubscribeLabel = p.Sprintf(msgLabel, w.labels.Unsubscribe)
+	padded := padRight(p.Sprintf(msgLabel, w.labels.MoneyIn), p.Sprintf(msgLabel, w.labels.MoneyOut), p.Sprintf(msgLabel, w.labels.Net))
 	w.labels.MoneyInPadded, w.labels.MoneyOutPadded, w.labels.NetPadded = padded[0], padded[1], padded[2]
 	for k := range knownKinds {
 		w.kinds[k] = p.Sprintf(msgKindPrefix + k)
@@ -175,6 +178,9 @@ func NewRenderer() (*Renderer, error) {
 	for _, lang := range Languages {
 		r.langs[lang] = newLangWords(cat, lang)
 	}
+	for _, lang := range regionalWords {
+		r.langs[lang] = newLangWords(cat, lang)
+	}
 	for _, n := range names {
 		typ := strings.TrimSuffix(n, templates.SubjectSuffix)
 		subject, err := texttemplate.ParseFS(templates.FS, templates.Subject(typ))
@@ -220,7 +226,14 @@ var ErrUnknownType = errors.New("no templates for digest type")
 
 // Render renders d with the templates of its type (Identity.Type). A digest
 // without activity renders too, saying there was none.
-func (r *Renderer) Render(d *Digest) (Rendered, error) {
+func (r *Renderer) Render(d *Digest) (Rendered, error) { return r.RenderFor(d, "") }
+
+// RenderFor renders d for a recipient whose unsubscribe URI is
+// unsubscribe: an http or https URI (the one-click URL of
+// DIGEST_UNSUBSCRIBE_URL, the same the List-Unsubscribe header carries) is
+// shown as a translated link in the text and HTML parts; "" or another
+// scheme (mailto:) shows none.
+func (r *Renderer) RenderFor(d *Digest, unsubscribe string) (Rendered, error) {
 	t, ok := r.types[d.Identity.Type]
 	if !ok {
 		return Rendered{}, fmt.Errorf("render %q: %w", d.Identity.Type, ErrUnknownType)
@@ -229,6 +242,7 @@ func (r *Renderer) Render(d *Digest) (Rendered, error) {
 	if err != nil {
 		return Rendered{}, fmt.Errorf("render %s: %w", d.Identity.Customer, err)
 	}
+	v.Unsubscribe = visibleURL(unsubscribe)
 	var out Rendered
 	s := renderScratches.Get().(*renderScratch)
 	defer putRenderScratch(s)
@@ -280,21 +294,24 @@ func putRenderScratch(s *renderScratch) {
 // view is what the templates see: every value formatted, translated and
 // sanitised.
 type view struct {
-	Subject  string // set once the subject is rendered, for the HTML title
-	Lang     string // the language written, "de": the HTML's lang
-	Dir      string // "ltr" or "rtl": the HTML's dir
-	Start    string // "left", or "right" in a right-to-left language: align of text columns
-	End      string // the other side: align of amounts
-	Week     string // "2026-W48"
-	Range    string // "23–29 Nov 2026", in the language's style
-	Zone     string // the zone dates are shown in
-	Greeting string
-	Empty    bool
-	Rows     []viewRow
-	Totals   []viewTotal
-	Type     string
-	Version  string
-	T        labels // the fixed words, in the language
+	Subject string // set once the subject is rendered, for the HTML title
+	Lang    string // the language written, "de": the HTML's lang
+	Dir     string // "ltr" or "rtl": the HTML's dir
+	Start   string // "left", or "right" in a right-to-left language: align of text columns
+	End     string // the other side: align of amounts
+	Week    string // "2026-W48"
+	Range   string // "23–29 Nov 2026", in the language's style
+	Zone    string // the zone dates are shown in
+	// Unsubscribe is the recipient's unsubscribe URL as the body links
+	// it (visibleURL), or "".
+	Unsubscribe string
+	Greeting    string
+	Empty       bool
+	Rows        []viewRow
+	Totals      []viewTotal
+	Type        string
+	Version     string
+	T           labels // the fixed words, in the language
 }
 
 // labels are the fixed words of the templates, from the catalogue.
@@ -303,8 +320,10 @@ type labels struct {
 	Heading, Intro, IntroEmpty, IntroHTML, EmptyHTML string
 	Date, Activity, Amount, Totals, Currency         string
 	MoneyIn, MoneyOut, Net                           string // bare, for the HTML table heads
-	MoneyInPadded, MoneyOutPadded, NetPadded         string // padded to one width, for the text part
-	Footer, Reference                                string
+	MoneyInPadded, MoneyOutPadded, NetPadded         string // with the language's colon, padded to one width, for the text part
+	ListSep                                          string // ", ", or the language's comma ("، ", "、")
+	Unsubscribe, UnsubscribeLabel                    string // the link's text; with the language's colon, for the text part
+	Footer                                           string
 }
 
 type viewRow struct {
@@ -324,10 +343,18 @@ type viewTotal struct {
 }
 
 func (r *Renderer) newView(d *Digest) (*view, error) {
+	// Rows are shown in the customer's zone when the source gives one,
+	// else in the run's (DIGEST_TZ, d.From's); the week's bounds, and so
+	// its range, are always the run's.
 	loc := d.From.Location()
-	lang := MatchLanguage(d.Customer.Locale)
-	f := formatFor(lang)
-	words := r.words(lang)
+	if tz := d.Customer.TimeZone; tz != "" {
+		var err error
+		if loc, err = customerLocation(tz); err != nil {
+			return nil, err
+		}
+	}
+	f := localeFor(d.Customer.Locale)
+	words := r.words(f.words)
 	v := &view{
 		Lang:    words.lang,
 		Dir:     "ltr",
@@ -344,9 +371,9 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 		v.Dir, v.Start, v.End = "rtl", "right", "left"
 	}
 	v.T = words.labels
-	wk := r.weekWords(words.printer, f, d, newWeekKey(lang, d, v.Type, v.Version))
+	wk := r.weekWords(words.printer, f, d, newWeekKey(f, d, v.Zone, v.Type, v.Version))
 	v.Week, v.Range = wk.week, wk.rng
-	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer, v.T.Reference = wk.subject, wk.intro, wk.introEmpty, wk.footer, wk.reference
+	v.T.Subject, v.T.Intro, v.T.IntroEmpty, v.T.Footer = wk.subject, wk.intro, wk.introEmpty, wk.footer
 	v.Greeting = words.hello
 	if name := clean(d.Customer.Name); name != "" {
 		v.Greeting = words.greeting(name)
@@ -362,7 +389,7 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 	for i, t := range d.Totals {
 		v.Totals[i] = viewTotal{Currency: clean(t.Currency), Count: t.Count, Transactions: words.transactionCount(t.Count)}
 	}
-	if err := formatAmounts(v, d, lang); err != nil {
+	if err := formatAmounts(v, d, f); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -375,20 +402,20 @@ func (r *Renderer) newView(d *Digest) (*view, error) {
 // the digest rather than one or two an amount. The amounts are first
 // written one after the other (a), then laid out padded (b), then the
 // fields are set by walking that layout again.
-func formatAmounts(v *view, d *Digest, lang language.Tag) error {
+func formatAmounts(v *view, d *Digest, f *localeFormat) error {
 	var abuf [512]byte
 	var endsBuf [64]int
 	a, ends := abuf[:0], endsBuf[:0] // ends[i]: where the i-th amount ends in a
 	var err error
 	for _, act := range d.Activity {
-		if a, err = appendMoney(a, lang, act.AmountMinor, act.Currency); err != nil {
+		if a, err = appendMoney(a, f, act.AmountMinor, act.Currency); err != nil {
 			return err
 		}
 		ends = append(ends, len(a))
 	}
 	for _, t := range d.Totals {
 		for _, minor := range [3]int64{t.CreditMinor, t.DebitMinor, t.NetMinor} {
-			if a, err = appendMoney(a, lang, minor, t.Currency); err != nil {
+			if a, err = appendMoney(a, f, minor, t.Currency); err != nil {
 				return err
 			}
 			ends = append(ends, len(a))
@@ -402,9 +429,9 @@ func formatAmounts(v *view, d *Digest, lang language.Tag) error {
 	}
 	width := 0
 	for i := range v.Rows {
-		width = max(width, utf8.RuneCount(amount(i)))
+		width = max(width, visibleWidth(amount(i)))
 	}
-	pad := func(i int) int { return width - utf8.RuneCount(amount(i)) }
+	pad := func(i int) int { return width - visibleWidth(amount(i)) }
 
 	var bbuf [1024]byte
 	b := bbuf[:0]
@@ -439,6 +466,21 @@ func formatAmounts(v *view, d *Digest, lang language.Tag) error {
 	return nil
 }
 
+// visibleWidth is the number of runes of b that take room: the bidi marks
+// of CLDR's patterns (U+200F, U+200E, U+061C: format characters) take
+// none, so Arabic amounts line up in the text part.
+func visibleWidth(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if !unicode.Is(unicode.Cf, r) {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
+}
+
 // padRight pads each label with spaces to the widest, plus one.
 func padRight(ls ...string) []string {
 	w := 0
@@ -456,7 +498,7 @@ func padRight(ls ...string) []string {
 // digest of a run in one language and zone. The civil days of the week
 // are those of the instants from and to with their offsets in the zone.
 type weekKey struct {
-	lang           language.Tag
+	locale         *localeFormat // the formats, and so the words
 	week           ISOWeek
 	zone           string
 	from, to       int64 // Unix seconds
@@ -464,11 +506,12 @@ type weekKey struct {
 	typ, version   string
 }
 
-func newWeekKey(lang language.Tag, d *Digest, typ, version string) weekKey {
+// zone is the zone rows are shown in, which the footer names.
+func newWeekKey(f *localeFormat, d *Digest, zone, typ, version string) weekKey {
 	_, fromOff := d.From.Zone()
 	_, toOff := d.To.In(d.From.Location()).Zone()
 	return weekKey{
-		lang: lang, week: d.Identity.Week, zone: d.From.Location().String(),
+		locale: f, week: d.Identity.Week, zone: zone,
 		from: d.From.Unix(), to: d.To.Unix(), fromOff: fromOff, toOff: toOff,
 		typ: typ, version: version,
 	}
@@ -476,10 +519,10 @@ func newWeekKey(lang language.Tag, d *Digest, typ, version string) weekKey {
 
 // weekText is what a week's digests in one language and zone share.
 type weekText struct {
-	week                                          string // "2026-W48": an identifier, ASCII in every language
-	rng                                           string // weekRange
-	subject, intro, introEmpty, footer, reference string
-	days                                          [7]weekDay // the days of the week, as rows show them
+	week                               string // "2026-W48": an identifier, ASCII in every language
+	rng                                string // weekRange
+	subject, intro, introEmpty, footer string
+	days                               [7]weekDay // the days of the week, as rows show them
 }
 
 type weekDay struct {
@@ -495,7 +538,7 @@ func (w *weekText) day(f *localeFormat, t time.Time) string {
 	if s, ok := w.cachedDay(t); ok {
 		return s
 	}
-	return f.day(f, t)
+	return f.formatDay(t)
 }
 
 func (w *weekText) cachedDay(t time.Time) (string, bool) {
@@ -528,15 +571,17 @@ func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k w
 	week, rng := k.week.String(), f.weekRange(d.From, d.To)
 	w = &weekText{
 		week: week, rng: rng,
-		subject: p.Sprintf(msgSubject, week, rng),
-		intro:   p.Sprintf(msgIntro, week, rng), introEmpty: p.Sprintf(msgIntroEmpty, week, rng),
-		footer: p.Sprintf(msgFooter, k.zone), reference: p.Sprintf(msgReference, k.typ, k.version, week),
+		// No ISO week token in what the customer reads: the range names
+		// the week (few read "2026-W48").
+		subject: p.Sprintf(msgSubject, rng),
+		intro:   p.Sprintf(msgIntro, rng), introEmpty: p.Sprintf(msgIntroEmpty, rng),
+		footer: p.Sprintf(msgFooter, k.zone),
 	}
 	y, m, day := d.From.Date()
 	for i := range w.days {
 		// Noon UTC of the civil day: the formats read only its date.
 		t := time.Date(y, m, day+i, 12, 0, 0, 0, time.UTC)
-		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.day(f, t)}
+		w.days[i] = weekDay{year: t.Year(), month: t.Month(), day: t.Day(), text: f.formatDay(t)}
 	}
 	r.weekMu.Lock()
 	if len(r.week) >= maxWeekWords {
@@ -547,7 +592,8 @@ func (r *Renderer) weekWords(p *message.Printer, f *localeFormat, d *Digest, k w
 	return w
 }
 
-// words returns the fixed words of lang, English for a language not shipped.
+// words returns the fixed words of lang (a shipped language or a regional
+// variant of its words), English for a language not shipped.
 func (r *Renderer) words(lang language.Tag) *langWords {
 	if w, ok := r.langs[lang]; ok {
 		return w
@@ -565,7 +611,8 @@ func (w *langWords) kind(kind string) string {
 }
 
 // weekRange formats the civil days of [from, to) in from's zone, in
-// English: "23–29 Nov 2026", "30 Nov – 6 Dec 2026" or "28 Dec 2026 – 3 Jan 2027".
+// English (en-US): "Nov 23 – 29, 2026", "Nov 30 – Dec 6, 2026" or
+// "Dec 28, 2026 – Jan 3, 2027" (U+2009 around the dash).
 func weekRange(from, to time.Time) string { return formatFor(language.English).weekRange(from, to) }
 
 // humanKind turns a kind such as "card_payment" into "Card payment".
@@ -627,7 +674,7 @@ var ErrUnknownCurrency = errors.New("unknown currency")
 // last: "1,234.56 EUR", "-12.50 EUR", "1,200 JPY". It uses integer
 // arithmetic only.
 func FormatAmount(minor int64, code string) (string, error) {
-	n, err := formatNumber(minor, code, ".", ",", 1)
+	n, err := formatNumber(minor, code, ".", ",", 1, 3, 3)
 	if err != nil {
 		return "", err
 	}
@@ -639,17 +686,18 @@ func FormatAmount(minor int64, code string) (string, error) {
 
 // formatNumber writes the magnitude of an amount in minor units with the
 // currency's own number of decimals (from CLDR via golang.org/x/text/currency),
-// the given separators, and groups of three once the whole part has
-// 3+minGrouping digits. Integer arithmetic only.
-func formatNumber(minor int64, code, decimal, group string, minGrouping int) (string, error) {
+// the given separators, and groups (of primary digits, then of secondary
+// ones: 3 and 3, or 3 and 2 in en-IN) once the whole part has
+// primary+minGrouping digits. Integer arithmetic only.
+func formatNumber(minor int64, code, decimal, group string, minGrouping, primary, secondary int) (string, error) {
 	var buf [64]byte
-	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping)
+	b, err := appendNumber(buf[:0], minor, code, decimal, group, minGrouping, primary, secondary)
 	return string(b), err
 }
 
 // appendNumber appends what formatNumber returns to b: the callers build
 // an amount in a buffer on their stack and allocate only its string.
-func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping int) ([]byte, error) {
+func appendNumber(b []byte, minor int64, code, decimal, group string, minGrouping, primary, secondary int) ([]byte, error) {
 	if !ValidCurrency(code) {
 		return b, fmt.Errorf("%w %q", ErrUnknownCurrency, code)
 	}
@@ -665,9 +713,9 @@ func appendNumber(b []byte, minor int64, code, decimal, group string, minGroupin
 	}
 	var digits [20]byte
 	whole := strconv.AppendUint(digits[:0], mag/unit, 10)
-	grouped := len(whole) >= 3+minGrouping
+	grouped := len(whole) >= primary+minGrouping
 	for i := range len(whole) {
-		if grouped && i > 0 && (len(whole)-i)%3 == 0 {
+		if left := len(whole) - i; grouped && i > 0 && (left == primary || left > primary && (left-primary)%secondary == 0) {
 			b = append(b, group...)
 		}
 		b = append(b, whole[i])

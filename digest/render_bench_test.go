@@ -86,7 +86,7 @@ func BenchmarkBuildRenderMessage(b *testing.B) {
 		}
 		_ = d.Fingerprint()
 		keys := kr.Candidates(d.Identity)
-		m, err := r.Message(&d, keys[0])
+		m, err := r.Message(&d, keys[0], "")
 		if err != nil {
 			b.Fatal(err)
 		}

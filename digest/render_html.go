@@ -23,6 +23,19 @@ import (
 // that puts a value anywhere else (a URL, a script, a style, an unquoted
 // attribute) makes NewRenderer fail instead of printing it wrongly escaped.
 
+// urlEscapers are the escapers html/template places before the attribute
+// escaper for a value in a URL attribute (href): a filter of unsafe
+// schemes and a normaliser. They are stripped only for the fields listed
+// in urlFields, whose values are filtered and normalised in Go
+// (visibleURL) the same way, so that escapeHTML is then all that is left.
+var urlEscapers = map[string]bool{
+	"_html_template_urlfilter":     true,
+	"_html_template_urlnormalizer": true,
+}
+
+// urlFields are the view's fields printed in a URL attribute.
+var urlFields = map[string]bool{"Unsubscribe": true}
+
 // htmlEscapers are the escapers html/template places whose output is
 // escapeHTML's: each maps through its htmlReplacementTable.
 var htmlEscapers = map[string]bool{
@@ -68,11 +81,17 @@ func stripEscapers(n parse.Node) error {
 			}
 		}
 	case *parse.ActionNode:
+		url := false
+		if f, ok := n.Pipe.Cmds[0].Args[0].(*parse.FieldNode); ok && len(n.Pipe.Cmds[0].Args) == 1 && len(f.Ident) == 1 && urlFields[f.Ident[0]] {
+			url = true
+		}
 		cmds := n.Pipe.Cmds[:0]
 		for _, c := range n.Pipe.Cmds {
 			id, ok := c.Args[0].(*parse.IdentifierNode)
 			switch {
 			case ok && htmlEscapers[id.Ident]:
+				continue
+			case ok && url && urlEscapers[id.Ident]:
 				continue
 			case ok && strings.HasPrefix(id.Ident, "_html_template_"):
 				return fmt.Errorf("line %d: %s prints a value where html/template escapes with %s, which the renderer does not do", n.Line, n, id.Ident)
@@ -106,12 +125,12 @@ func stripBranch(b *parse.BranchNode) error {
 // prints it (writeEscapedHTML), which builds no escaped copy of the view.
 func htmlView(v *view) *view {
 	h := *v
-	for _, s := range []*string{&h.Subject, &h.Lang, &h.Dir, &h.Start, &h.End, &h.Week, &h.Range, &h.Zone, &h.Greeting, &h.Type, &h.Version} {
+	for _, s := range []*string{&h.Subject, &h.Lang, &h.Dir, &h.Start, &h.End, &h.Week, &h.Range, &h.Zone, &h.Unsubscribe, &h.Greeting, &h.Type, &h.Version} {
 		*s = escapeHTML(*s)
 	}
 	t := &h.T
 	for _, s := range []*string{&t.Subject, &t.Heading, &t.Intro, &t.IntroEmpty, &t.IntroHTML, &t.EmptyHTML, &t.Date, &t.Activity, &t.Amount, &t.Totals, &t.Currency,
-		&t.MoneyIn, &t.MoneyOut, &t.Net, &t.MoneyInPadded, &t.MoneyOutPadded, &t.NetPadded, &t.Footer, &t.Reference} {
+		&t.MoneyIn, &t.MoneyOut, &t.Net, &t.MoneyInPadded, &t.MoneyOutPadded, &t.NetPadded, &t.ListSep, &t.Unsubscribe, &t.UnsubscribeLabel, &t.Footer} {
 		*s = escapeHTML(*s)
 	}
 	h.Rows = make([]viewRow, len(v.Rows))
@@ -125,4 +144,28 @@ func htmlView(v *view) *view {
 		h.Totals[i] = t
 	}
 	return &h
+}
+
+// visibleURL returns the unsubscribe URI as the body links it: an http or
+// https URI, normalised as html/template's URL normaliser does (bytes
+// other than unreserved, reserved and '%' percent-encoded), so that the
+// HTML part needs only escapeHTML on top; "" for another scheme (mailto:
+// stays in the header only) or none.
+func visibleURL(uri string) string {
+	scheme, _, ok := strings.Cut(uri, ":")
+	if !ok || !strings.EqualFold(scheme, "https") && !strings.EqualFold(scheme, "http") {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < len(uri); i++ {
+		c := uri[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			strings.IndexByte("-._~!#$&*+,/:;=?@[]%", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02x", c)
+		}
+	}
+	return b.String()
 }

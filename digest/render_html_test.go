@@ -115,3 +115,58 @@ func walk(v reflect.Value, f func(reflect.Value)) {
 		}
 	}
 }
+
+// With a one-click unsubscribe URL the body shows it, translated, in both
+// parts: in the HTML exactly as html/template would print it in an href
+// (filtered, normalised, escaped), whatever the URL holds; a mailto: URI or
+// none shows no link.
+func TestUnsubscribeLinkVisible(t *testing.T) {
+	t.Parallel()
+	r, err := NewRenderer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	week, err := ParseISOWeek("2026-W48")
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(locale, uri string) Rendered {
+		d, err := Build(Record{Customer: Customer{ID: "c1", Email: "a@example.com", Locale: locale}}, Spec{Week: week, Type: "weekly_activity", Version: "v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := r.RenderFor(&d, uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	href := htmltemplate.Must(htmltemplate.New("a").Parse(`<a href="{{.}}">`))
+	for _, tt := range []struct{ locale, link, colon string }{
+		{"en-US", "Unsubscribe from this weekly summary", ": "},
+		{"de-DE", "Diese wöchentliche Übersicht abbestellen", ": "},
+		{"fr-FR", "Se désabonner de ce résumé hebdomadaire", "\u202f: "},
+		{"es-MX", "Cancelar la suscripción a este resumen semanal", ": "},
+		{"ja-JP", "このお知らせの配信を停止する", "： "},
+		{"ar-EG", "إلغاء الاشتراك في هذه الخلاصة الأسبوعية", ": "},
+	} {
+		for _, uri := range []string{"https://bank.example/u/u1~AbC-_x", `https://bank.example/u/a"b<c>d'e&f+g h%41é`, "HTTPS://bank.example/u/x?y=1&z=2"} {
+			out := render(tt.locale, uri)
+			if !strings.Contains(out.Text, tt.link+tt.colon+visibleURL(uri)+"\n") {
+				t.Errorf("%s %s: text lacks the link:\n%s", tt.locale, uri, out.Text)
+			}
+			var a strings.Builder
+			if err := href.Execute(&a, uri); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.TrimSuffix(a.String(), ">") + ` style="color:#57606a;text-decoration:underline;">` + tt.link + "</a>"; !strings.Contains(out.HTML, want) {
+				t.Errorf("%s %s: HTML lacks %s:\n%s", tt.locale, uri, want, out.HTML)
+			}
+		}
+		for _, none := range []string{"", "mailto:unsubscribe@bank.example?subject=u1~x", "javascript:alert(1)"} {
+			if out := render(tt.locale, none); strings.Contains(out.HTML, "<a ") || strings.Contains(out.Text, tt.link) {
+				t.Errorf("%s %q: a link is shown", tt.locale, none)
+			}
+		}
+	}
+}

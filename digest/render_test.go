@@ -3,6 +3,7 @@ package digest
 import (
 	"errors"
 	"math"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -84,10 +85,10 @@ func TestWeekRange(t *testing.T) {
 		loc  *time.Location
 		want string
 	}{
-		{ISOWeek{2026, 48}, time.UTC, "23–29 Nov 2026"},
-		{ISOWeek{2026, 49}, time.UTC, "30 Nov – 6 Dec 2026"},
-		{ISOWeek{2026, 53}, berlin, "28 Dec 2026 – 3 Jan 2027"},
-		{ISOWeek{2026, 43}, berlin, "19–25 Oct 2026"}, // 169 hours
+		{ISOWeek{2026, 48}, time.UTC, "Nov 23\u2009–\u200929, 2026"},
+		{ISOWeek{2026, 49}, time.UTC, "Nov 30\u2009–\u2009Dec 6, 2026"},
+		{ISOWeek{2026, 53}, berlin, "Dec 28, 2026\u2009–\u2009Jan 3, 2027"},
+		{ISOWeek{2026, 43}, berlin, "Oct 19\u2009–\u200925, 2026"}, // 169 hours
 	} {
 		if got := weekRange(tt.week.Start(tt.loc), tt.week.End(tt.loc)); got != tt.want {
 			t.Errorf("weekRange(%s) = %q, want %q", tt.week, got, tt.want)
@@ -175,22 +176,22 @@ func TestRenderContent(t *testing.T) {
 		row("2026-11-24T03:00:00Z", "card_payment", -1280, "JPY", "ramen"),
 		row("2026-11-25T15:00:00Z", "transfer_in", 123456, "EUR", "salary"),
 		row("2026-11-26T15:00:00Z", "interest", 1234, "BHD", "savings"))
-	if out.Subject != "Your account activity, 2026-W48 (23–29 Nov 2026)" {
+	if out.Subject != "Your account activity, Nov 23\u2009–\u200929, 2026" {
 		t.Errorf("Subject = %q", out.Subject)
 	}
 	for _, want := range []string{
 		"Hello Zoë,",
-		"Mon 23 Nov    -¥1,280  Card payment - ramen\n",
-		"Wed 25 Nov  €1,234.56  Transfer received - salary\n",
-		"Thu 26 Nov  BHD\u00a01.234  Interest - savings\n",
-		"EUR, 1 transaction\n  Money in:  €1,234.56\n  Money out: €0.00\n  Net:       €1,234.56",
+		"Mon, Nov 23    -¥1,280  Card payment - ramen\n",
+		"Wed, Nov 25  €1,234.56  Transfer received - salary\n",
+		"Thu, Nov 26  BHD\u00a01.234  Interest - savings\n",
+		"EUR, 1 transaction\n  Money in:   €1,234.56\n  Money out:  €0.00\n  Net change: €1,234.56",
 		"Dates are shown in America/New_York",
 	} {
 		if !strings.Contains(out.Text, want) {
 			t.Errorf("text lacks %q:\n%s", want, out.Text)
 		}
 	}
-	for _, want := range []string{">Mon 23 Nov</td>", ">-¥1,280</td>", ">BHD\u00a01.234</td>", "<title>Your account activity, 2026-W48 (23–29 Nov 2026)</title>"} {
+	for _, want := range []string{">Mon, Nov 23</td>", ">-¥1,280</td>", ">BHD\u00a01.234</td>", "<title>Your account activity, Nov 23\u2009–\u200929, 2026</title>"} {
 		if !strings.Contains(out.HTML, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -201,10 +202,10 @@ func TestRenderEmpty(t *testing.T) {
 	t.Parallel()
 	_, out := renderDigest(t, Customer{ID: "c1", Email: "a@example.com"}, time.UTC,
 		row("2026-11-30T00:00:00Z", "card_payment", -100, "EUR", "next week"))
-	if !strings.Contains(out.Text, "Hello,\n\nThere was no activity on your account in 2026-W48") {
+	if !strings.Contains(out.Text, "Hello,\n\nThere was no activity on your account last week (Nov 23\u2009–\u200929, 2026).") {
 		t.Errorf("text:\n%s", out.Text)
 	}
-	if !strings.Contains(out.HTML, "There was no activity on your account this week.") || strings.Contains(out.HTML, "Totals") {
+	if !strings.Contains(out.HTML, "There was no activity on your account last week.") || strings.Contains(out.HTML, "Totals") {
 		t.Errorf("HTML:\n%s", out.HTML)
 	}
 }
@@ -256,5 +257,81 @@ func TestRenderErrors(t *testing.T) {
 	}
 	if _, err := Render(&d); !errors.Is(err, ErrUnknownCurrency) {
 		t.Errorf("unknown currency: %v", err)
+	}
+}
+
+// The wording of issue 21, in every language and regional variant: no ISO
+// week token and no internal ids in what the customer reads, the previous
+// week named as such, "net" not written as a balance, table heads without
+// the text part's colon, French U+202F before a colon, the language's own
+// comma, es-419's vocabulary.
+func TestWordingBankWouldSign(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		locale string
+		want   []string // in the text part
+		not    []string // in any part
+	}{
+		{"en-US", []string{"last week (Nov 23\u2009–\u200929, 2026)", "Net change: ", "EUR, 1 transaction"}, []string{"this week", "Net:"}},
+		{"de-DE", []string{"der Vorwoche (23.–29. Nov. 2026)", "Nettoveränderung: "}, []string{"Saldo", "dieser Woche"}},
+		{"fr-FR", []string{"la semaine dernière (23–29 nov. 2026)", "Variation nette\u202f: ", "Entrées\u202f:"}, []string{"Solde", "cette semaine", " :", " ;"}},
+		{"es-ES", []string{"la semana pasada (23–29 nov 2026)", "Variación neta: ", "Retirada de efectivo"}, []string{"Saldo", "esta semana"}},
+		{"es-MX", []string{"la semana pasada (23–29 de nov de 2026)", "Retiro de efectivo", "cada moneda"}, []string{"Saldo", "Retirada", "Importe", "Divisa"}},
+		{"ja-JP", []string{"先週（2026年11月23日～29日）", "EUR、1件", "差引："}, []string{"今週", " 件"}},
+		{"ar-AE", []string{"الأسبوع الماضي", "EUR، "}, []string{"هذا الأسبوع", "EUR, "}},
+	} {
+		c := Customer{ID: "c1", Email: "a@example.com", Name: "N", Locale: tt.locale}
+		_, out := renderDigest(t, c, time.UTC, row("2026-11-24T10:00:00Z", "cash_withdrawal", -4275, "EUR", "a"))
+		for _, part := range []string{out.Subject, out.Text, out.HTML} {
+			for _, bad := range append(tt.not, "W48", "weekly_activity", "v1,") {
+				if strings.Contains(part, bad) {
+					t.Errorf("%s: %q in:\n%s", tt.locale, bad, part)
+				}
+			}
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(out.Text, want) {
+				t.Errorf("%s: text lacks %q:\n%s", tt.locale, want, out.Text)
+			}
+		}
+		if regexp.MustCompile(`[:：]\s*</th>`).MatchString(out.HTML) {
+			t.Errorf("%s: a table head ends with a colon:\n%s", tt.locale, out.HTML)
+		}
+	}
+}
+
+// A customer's optional time zone shows the rows' dates in it and the
+// footer names it; the week's bounds and range stay the run's zone's, and
+// the zone enters the canonical form only when set.
+func TestCustomerTimeZone(t *testing.T) {
+	t.Parallel()
+	// 20:00 UTC on Monday is Tuesday in Tokyo; 23:00 UTC on Sunday 29th
+	// is Monday 30th there, after the run's week.
+	rows := []Activity{row("2026-11-23T20:00:00Z", "card_payment", -100, "JPY", "a"), row("2026-11-29T23:00:00Z", "fee", -5, "JPY", "b")}
+	plain, plainOut := renderDigest(t, Customer{ID: "c1", Email: "a@example.com", Locale: "en-US"}, time.UTC, rows...)
+	zoned, out := renderDigest(t, Customer{ID: "c1", Email: "a@example.com", Locale: "en-US", TimeZone: "Asia/Tokyo"}, time.UTC, rows...)
+	for _, want := range []string{"Tue, Nov 24", "Mon, Nov 30", "Dates are shown in Asia/Tokyo", "last week (Nov 23\u2009–\u200929, 2026)"} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, out.Text)
+		}
+	}
+	for _, want := range []string{"Mon, Nov 23", "Sun, Nov 29", "Dates are shown in UTC"} {
+		if !strings.Contains(plainOut.Text, want) {
+			t.Errorf("without a zone, text lacks %q:\n%s", want, plainOut.Text)
+		}
+	}
+	if !zoned.From.Equal(plain.From) || !zoned.To.Equal(plain.To) || len(zoned.Activity) != 2 {
+		t.Errorf("the zone moved the week: %v–%v, %d rows", zoned.From, zoned.To, len(zoned.Activity))
+	}
+	if strings.Contains(string(plain.Canonical()), "time_zone") || !strings.Contains(string(zoned.Canonical()), `"locale":"en-US","time_zone":"Asia/Tokyo"}`) {
+		t.Errorf("canonical forms:\n%s\n%s", plain.Canonical(), zoned.Canonical())
+	}
+	if plain.Fingerprint() == zoned.Fingerprint() {
+		t.Error("the zone does not change the fingerprint")
+	}
+	for _, bad := range []string{"Mars/Olympus_Mons", "Local", "../../etc/passwd"} {
+		if err := ValidTimeZone(bad); !errors.Is(err, ErrBadTimeZone) {
+			t.Errorf("ValidTimeZone(%q) = %v", bad, err)
+		}
 	}
 }

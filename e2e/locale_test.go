@@ -68,7 +68,8 @@ func TestSampleWeekLocalisedWithOneClickUnsubscribe(t *testing.T) {
 	}
 	for addr, want := range map[string][]string{
 		"zoe.mueller@example.com":      {`lang="de"`, "Guten Tag Zoë Müller", "2.850,00\u00a0€", "Fr., 27. Nov.", "23.–29. Nov. 2026"},
-		"jean-luc.rochat@example.com":  {`lang="fr"`, "-2\u202f500,00\u00a0CHF", "mer. 25 nov."},
+		"jean-luc.rochat@example.com":  {`lang="fr"`, "-2'500.00\u00a0CHF", "mer. 25 nov."},       // fr-CH: CLDR 48.2
+		"jose.alvarez@example.com":     {`lang="es-419"`, "-$1,250.50", "jue 26 de nov", "Monto"}, // es-MX
 		"chloe.dubois@example.com":     {"Bonjour Chloé Dubois", "-64,00\u00a0€", "Paiement par carte"},
 		"nono.garcia@example.com":      {`lang="es"`, "Hola, Ñoño García:", "-32,50\u00a0€", "mar, 24 nov"},
 		"taro.yamada@example.com":      {`lang="ja"`, "山田太郎 様", "￥350,000", "11月25日(水)", "2026年11月23日～29日"},
@@ -104,6 +105,10 @@ func TestSampleWeekLocalisedWithOneClickUnsubscribe(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", addr, err)
 			continue
+		}
+		// The body shows the header's URL, as a translated link.
+		if !strings.Contains(p.Text, " "+uri) || !strings.Contains(p.HTML, `<a href="`+uri+`"`) {
+			t.Errorf("%s: the body does not link %s\n%s", addr, uri, p.Text)
 		}
 		tok, ok := strings.CutPrefix(uri, "https://bank.example/u/")
 		if !ok || seen[tok] || strings.Contains(uri, ids[addr]) {

@@ -15,12 +15,14 @@ import (
 	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/unsubscribe"
 )
 
 var spec40 = digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
 
 // firstActive returns the first synthetic customer (of n) with activity in
-// week40, and the message a run renders for them.
+// week40, and the message a run renders for them (with unsubscribeKeys'
+// one-click URL at https://bank.example/u/{token}, which the body shows).
 func firstActive(t *testing.T, n int) (digest.Record, *digest.Message) {
 	t.Helper()
 	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
@@ -31,12 +33,16 @@ func firstActive(t *testing.T, n int) (digest.Record, *digest.Message) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unsub, err := unsubscribe.ParseKeyring(unsubscribeKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for rec := range snapshot.Synthetic(n, week40, 1) {
 		d, err := digest.Build(rec, spec40)
 		if err != nil || d.Empty() {
 			continue
 		}
-		msg, err := r.Message(&d, kr.Key(d.Identity))
+		msg, err := r.Message(&d, kr.Key(d.Identity), "https://bank.example/u/"+unsub.Token(d.Customer.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,4 +190,26 @@ func mailpitMessage(t *testing.T, e *e2etest.Env, key digest.Key) *mail.Message 
 	}
 	t.Fatalf("Mailpit holds no message for %s", key)
 	return nil
+}
+
+// "digest preview" of a customer in a snapshot out of order names the
+// line that breaks the order, instead of saying the customer is not in
+// the source.
+func TestPreviewNamesOutOfOrderLine(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	path := filepath.Join(e.Dir, "unsorted.jsonl")
+	lines := `{"customer_id":"cust_b","email":"b@example.com","locale":"en-US","activity":[]}
+{"customer_id":"cust_a","email":"a@example.com","locale":"en-US","activity":[]}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run("preview", "--snapshot", path, "--customer", "cust_a", "--week", "2026-W48")
+	if r.Code != 1 || !strings.Contains(r.Stderr, path+":2") || !strings.Contains(r.Stderr, "must be sorted by customer_id") || strings.Contains(r.Stderr, "not in the source") {
+		t.Fatalf("preview of a customer out of order: exit %d, want 1 naming line 2\n%s", r.Code, r.Stderr)
+	}
+	if r := e.Run("preview", "--snapshot", path, "--customer", "cust_z", "--week", "2026-W48"); r.Code != 2 || !strings.Contains(r.Stderr, `customer "cust_z" is not in the source`) {
+		t.Fatalf("an absent customer: exit %d, want 2\n%s", r.Code, r.Stderr)
+	}
 }

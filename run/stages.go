@@ -238,14 +238,15 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 }
 
 func (p *pass) render(it *item) error {
-	msg, err := p.runner.Renderer.Message(&it.digest, it.claim.Key)
+	unsub := ""
+	if p.runner.Unsubscribe != nil {
+		unsub = p.runner.Unsubscribe(it.digest.Customer.ID)
+	}
+	msg, err := p.runner.Renderer.Message(&it.digest, it.claim.Key, unsub) // the header's URI, also shown in the body
 	if err != nil {
 		return err
 	}
 	it.msg = msg
-	if p.runner.Unsubscribe != nil {
-		it.msg.Unsubscribe = p.runner.Unsubscribe(it.digest.Customer.ID)
-	}
 	return nil
 }
 

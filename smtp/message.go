@@ -62,7 +62,9 @@ func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsCont
 
 // HeaderText turns a display name or subject into one header line: control
 // characters (CR and LF above all) become spaces, so no value can start a
-// header of its own. go-mail then RFC 2047-encodes what is not plain ASCII.
+// header of its own, and runs of spaces one. go-mail then RFC 2047-encodes
+// what is not plain ASCII. Other spaces are kept: CLDR's U+2009 around a
+// range's dash, U+00A0 and U+202F are part of how a locale writes a date.
 func HeaderText(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
@@ -70,7 +72,7 @@ func HeaderText(s string) string {
 		}
 		return r
 	}, s)
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
 }
 
 // MailpitTag returns the Mailpit tag for key: "dk-" + key id + "-" + hex, in

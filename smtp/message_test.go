@@ -109,3 +109,20 @@ func TestNewSMTPMailerValidatesConfig(t *testing.T) {
 		}
 	}
 }
+
+// HeaderText keeps a subject on one line and its words apart by one space,
+// and keeps the spaces CLDR writes in dates (U+2009, U+00A0, U+202F).
+func TestHeaderTextKeepsLocaleSpaces(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Your account activity, Nov 23\u2009–\u2009Dec 6, 2026":   "Your account activity, Nov 23\u2009–\u2009Dec 6, 2026",
+		"Ihre Kontobewegungen, 30. Nov.\u2009–\u20096. Dez. 2026": "Ihre Kontobewegungen, 30. Nov.\u2009–\u20096. Dez. 2026",
+		"a\u00a0b\u202fc":                   "a\u00a0b\u202fc",
+		"  line\r\nbreak\tand  spaces \n":   "line break and spaces",
+		"Bcc: x\r\nSubject: injected\u2028": "Bcc: x Subject: injected",
+	} {
+		if got := smtp.HeaderText(in); got != want {
+			t.Errorf("HeaderText(%+q) = %+q, want %+q", in, got, want)
+		}
+	}
+}

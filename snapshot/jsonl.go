@@ -94,7 +94,10 @@ func OpenFile(path string) (*File, error) {
 func (f *File) Path() string { return f.path }
 
 // Records streams the customers of the file that belong to q.Shard (and to
-// q.Customers, when given: the scan then ends past the last of them). A
+// q.Customers, when given: the scan then ends past the last of them once
+// each has been read, or read as a bad line; in a file that is not sorted
+// a named customer past that point is read on to, and its line reports the
+// disorder instead of the customer going missing). A
 // bad line is yielded as a *digest.BadRecordError and the stream goes on; a
 // bad line whose customer_id could not be read is yielded by every shard,
 // since no shard can tell it is not its own, but not to a query for named
@@ -109,8 +112,15 @@ func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[dige
 		}
 		defer fh.Close()
 		last := ""
+		var unread map[string]bool // the named customers not read yet
 		if n := len(q.Customers); n > 0 {
 			last = q.Customers[n-1]
+			unread = make(map[string]bool, n)
+			for _, id := range q.Customers {
+				if q.Shard.Has(id) {
+					unread[id] = true
+				}
+			}
 		}
 		for rec, err := range f.scan(ctx, fh) {
 			if err != nil {
@@ -118,6 +128,7 @@ func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[dige
 					if bad.customer != "" && !q.Wants(bad.customer) || bad.customer == "" && q.Customers != nil {
 						continue
 					}
+					delete(unread, bad.customer)
 					err = bad.BadRecordError
 				}
 				if !yield(digest.Record{}, err) {
@@ -125,9 +136,10 @@ func (f *File) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[dige
 				}
 				continue
 			}
-			if q.Customers != nil && rec.Customer.ID > last {
-				return // the file is sorted: no wanted customer follows
+			if q.Customers != nil && rec.Customer.ID > last && len(unread) == 0 {
+				return // every named customer is read
 			}
+			delete(unread, rec.Customer.ID)
 			if q.Wants(rec.Customer.ID) && !yield(rec, nil) {
 				return
 			}

@@ -45,6 +45,8 @@ func parseLine(line []byte) (digest.Record, *fieldError) {
 			return stringField(raw, &c.Name, nil)
 		case "locale":
 			return stringField(raw, &c.Locale, validLocale)
+		case "time_zone":
+			return stringField(raw, &c.TimeZone, digest.ValidTimeZone)
 		case "unsubscribed_at":
 			return suppressionField(raw, &c.Suppressed)
 		case "activity":

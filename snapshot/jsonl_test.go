@@ -106,6 +106,11 @@ var badLines = []struct {
 	{"unsubscribed_at not a time", line("cust_b", goodActivity, `,"unsubscribed_at":"yesterday"`), "unsubscribed_at", "not an RFC 3339 timestamp"},
 	{"unsubscribed_at as bool", line("cust_b", goodActivity, `,"unsubscribed_at":true`), "unsubscribed_at", "must be a string"},
 	{"locale with underscore", `{"customer_id":"cust_b","email":"b@example.com","locale":"en_GB"}`, "locale", "not a BCP 47"},
+	{"unknown time_zone", line("cust_b", goodActivity, `,"time_zone":"Mars/Olympus_Mons"`), "time_zone", "not an IANA time zone"},
+	{"time_zone Local", line("cust_b", goodActivity, `,"time_zone":"Local"`), "time_zone", "not an IANA time zone"},
+	{"time_zone path", line("cust_b", goodActivity, `,"time_zone":"../../etc/passwd"`), "time_zone", "not an IANA time zone"},
+	{"time_zone offset", line("cust_b", goodActivity, `,"time_zone":"+09:00"`), "time_zone", "not an IANA time zone"},
+	{"null time_zone", line("cust_b", goodActivity, `,"time_zone":null`), "time_zone", "must not be null"},
 	{"duplicate customer", line("cust_a", goodActivity, ""), "customer_id", `duplicate customer "cust_a"`},
 	{"out of order", line("cust_0", goodActivity, ""), "customer_id", "must be sorted by customer_id"},
 }
@@ -201,6 +206,27 @@ func TestSuppressionField(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[false false true]" {
 		t.Errorf("suppressed = %v, want [false false true]", got)
+	}
+}
+
+// time_zone is optional (the contract before it stays valid): absent or
+// "" is none, an IANA name is read as it is.
+func TestTimeZoneField(t *testing.T) {
+	t.Parallel()
+	f := writeSnapshot(t,
+		line("cust_a", goodActivity, ""),
+		line("cust_b", goodActivity, `,"time_zone":""`),
+		line("cust_c", goodActivity, `,"time_zone":"Asia/Tokyo"`),
+	)
+	if err := f.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range collect(t, f, digest.Shard{}) {
+		got = append(got, r.Customer.TimeZone)
+	}
+	if fmt.Sprintf("%q", got) != `["" "" "Asia/Tokyo"]` {
+		t.Errorf("time zones = %q", got)
 	}
 }
 
@@ -378,4 +404,49 @@ func FuzzSnapshotLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A query for named customers stops past the last of them once each is
+// read; in a file out of order, a named customer after a greater id is read
+// on to, and its line says the file is not sorted, instead of the customer
+// going missing.
+func TestNamedCustomersInUnsortedFile(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		lines []string
+		want  string
+		line  string
+	}{
+		{[]string{line("cust_b", goodActivity, ""), line("cust_a", goodActivity, "")}, "cust_a", ":2"},
+		{[]string{line("cust_c", goodActivity, ""), line("cust_a", goodActivity, ""), line("cust_b", goodActivity, "")}, "cust_b", ":3"},
+	} {
+		f := writeSnapshot(t, tt.lines...)
+		var got []error
+		q := digest.SourceQuery{Week: digest.ISOWeek{Year: 2026, Week: 48}, Location: time.UTC, Customers: []string{tt.want}}
+		for rec, err := range f.Records(context.Background(), q) {
+			if err == nil {
+				t.Fatalf("%s: read %s from a file out of order", tt.want, rec.Customer.ID)
+			}
+			got = append(got, err)
+		}
+		var bad *digest.BadRecordError
+		if len(got) != 1 || !errors.As(got[0], &bad) || !strings.HasSuffix(bad.Where, tt.line) || !strings.Contains(bad.Error(), "must be sorted by customer_id") {
+			t.Errorf("%s: %v, want the line %s out of order", tt.want, got, tt.line)
+		}
+	}
+	// In order, a named customer is read and an absent one is simply not.
+	f := writeSnapshot(t, line("cust_a", goodActivity, ""), line("cust_c", goodActivity, ""))
+	for _, id := range []string{"cust_a", "cust_b"} {
+		q := digest.SourceQuery{Week: digest.ISOWeek{Year: 2026, Week: 48}, Location: time.UTC, Customers: []string{id}}
+		var ids []string
+		for rec, err := range f.Records(context.Background(), q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rec.Customer.ID)
+		}
+		if want := map[string]int{"cust_a": 1, "cust_b": 0}[id]; len(ids) != want {
+			t.Errorf("%s: read %v", id, ids)
+		}
+	}
 }

@@ -22,8 +22,10 @@ import (
 // define over their own schema; see docs/design.md for the columns).
 //
 // digest_customers may have an optional unsubscribed_at column: a customer
-// with a non-NULL value is yielded as Suppressed (counted, never sent). A
-// relation without it reads as before.
+// with a non-NULL value is yielded as Suppressed (counted, never sent); and
+// an optional time_zone column (text, an IANA zone, NULL for none): the
+// zone the customer's rows are shown in. A relation without them reads as
+// before.
 //
 // It streams customers in customer_id order, a page at a time (keyset
 // pagination, one round trip per page; two for one shard of several), each
@@ -52,6 +54,9 @@ const relationSQL = `
 SELECT EXISTS (
            SELECT 1 FROM pg_attribute
            WHERE attrelid = to_regclass('digest_customers') AND attname = 'unsubscribed_at' AND NOT attisdropped),
+       EXISTS (
+           SELECT 1 FROM pg_attribute
+           WHERE attrelid = to_regclass('digest_customers') AND attname = 'time_zone' AND NOT attisdropped),
        COALESCE((
            SELECT c.relkind IN ('r', 'p') AND NOT EXISTS (
                       SELECT 1 FROM pg_index i
@@ -96,13 +101,14 @@ func NewPostgres(pool *pgxpool.Pool, pageSize int) *Postgres {
 // CUSTOMERS is the customers' predicate after "customer_id > $1",
 // SUPPRESSED the suppression column: "unsubscribed_at IS NOT NULL" when
 // digest_customers has the optional unsubscribed_at column, else "false",
+// TIMEZONE the optional time_zone column ("time_zone::text", else "NULL::text"),
 // and ACTIVITY the activity's part: probeActivity, or joinActivity when
 // digest_activity is a table that lacks the index the probe needs.
 const pageSQL = `
-SELECT c.customer_id, c.email, c.name, c.locale, c.suppressed,
+SELECT c.customer_id, c.email, c.name, c.locale, c.suppressed, c.time_zone,
        a.occurred_at, a.recorded_at, a.kind, a.amount_minor, a.currency, a.description
 FROM (
-    SELECT customer_id, email, name, locale, SUPPRESSED AS suppressed
+    SELECT customer_id, email, name, locale, SUPPRESSED AS suppressed, TIMEZONE AS time_zone
     FROM digest_customers
     WHERE customer_id > $1 CUSTOMERS
     ORDER BY customer_id
@@ -167,13 +173,17 @@ type read struct {
 // plan returns the read of q for the relation as it is: with the optional
 // suppression column or without it (the contract before it existed).
 func (s *Postgres) plan(ctx context.Context, q digest.SourceQuery) (read, error) {
-	var has, unindexed bool
-	if err := s.pool.QueryRow(ctx, relationSQL).Scan(&has, &unindexed); err != nil {
+	var has, hasZone, unindexed bool
+	if err := s.pool.QueryRow(ctx, relationSQL).Scan(&has, &hasZone, &unindexed); err != nil {
 		return read{}, err
 	}
 	suppressed := "false"
 	if has {
 		suppressed = "unsubscribed_at IS NOT NULL"
+	}
+	timeZone := "NULL::text"
+	if hasZone {
+		timeZone = "time_zone::text"
 	}
 	var rd read
 	activity := probeActivity
@@ -199,7 +209,7 @@ func (s *Postgres) plan(ctx context.Context, q digest.SourceQuery) (read, error)
 		customers = fmt.Sprintf(shardSQL, 6, 7) + " AND customer_id <= $8::text"
 		rd.extra, rd.window = []any{q.Shard.Count, q.Shard.Index}, s.pageSize*q.Shard.Count
 	}
-	rd.sql = strings.NewReplacer("SUPPRESSED", suppressed, "CUSTOMERS", customers, "ACTIVITY", activity).Replace(pageSQL)
+	rd.sql = strings.NewReplacer("SUPPRESSED", suppressed, "TIMEZONE", timeZone, "CUSTOMERS", customers, "ACTIVITY", activity).Replace(pageSQL)
 	return rd, nil
 }
 
@@ -277,6 +287,7 @@ type sourceRow struct {
 	id                          string
 	email, name, locale         *string
 	suppressed                  bool
+	timeZone                    *string
 	occurred, recorded          *time.Time
 	kind, currency, description *string
 	amount                      *int64
@@ -295,16 +306,18 @@ func (s *Postgres) page(ctx context.Context, rd read, args []any) ([]pageRecord,
 	var out []pageRecord
 	var r sourceRow
 	for rows.Next() {
-		if err := rows.Scan(&r.id, &r.email, &r.name, &r.locale, &r.suppressed,
+		if err := rows.Scan(&r.id, &r.email, &r.name, &r.locale, &r.suppressed, &r.timeZone,
 			&r.occurred, &r.recorded, &r.kind, &r.amount, &r.currency, &r.description); err != nil {
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].rec.Customer.ID != r.id {
 			out = append(out, pageRecord{rec: digest.Record{Customer: digest.Customer{
-				ID: r.id, Email: deref(r.email), Name: deref(r.name), Locale: deref(r.locale), Suppressed: r.suppressed,
+				ID: r.id, Email: deref(r.email), Name: deref(r.name), Locale: deref(r.locale), Suppressed: r.suppressed, TimeZone: deref(r.timeZone),
 			}}})
 			if r.email == nil || *r.email == "" {
 				out[n].err = &digest.BadRecordError{Where: "digest_customers customer_id=" + r.id, Field: "email", Err: errors.New("is NULL or empty")}
+			} else if err := digest.ValidTimeZone(deref(r.timeZone)); err != nil {
+				out[n].err = &digest.BadRecordError{Where: "digest_customers customer_id=" + r.id, Field: "time_zone", Err: err}
 			}
 		}
 		cur := &out[len(out)-1]

@@ -215,3 +215,49 @@ func TestPostgresSourceOptionalSuppression(t *testing.T) {
 		t.Fatalf("suppressed %v, want %v", got, ids)
 	}
 }
+
+// The time_zone column is optional: without it (the contract before it)
+// no customer has a zone; with it, NULL is none, an IANA name is read, and
+// a name that is not one is a bad record of its customer (the others are
+// read on).
+func TestPostgresSourceOptionalTimeZone(t *testing.T) {
+	t.Parallel()
+	pool := seededPool(t, 12)
+	q := digest.SourceQuery{Week: pgWeek, Location: time.UTC, AsOf: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	zonesOf := func(wantBad int) map[string]string {
+		recs, bad := collect(t, snapshot.NewPostgres(pool, 5), q)
+		if len(bad) != wantBad || len(recs)+len(bad) != 12 {
+			t.Fatalf("%d records, bad %v; want %d bad", len(recs), bad, wantBad)
+		}
+		m := map[string]string{}
+		for _, r := range recs {
+			if r.Customer.TimeZone != "" {
+				m[r.Customer.ID] = r.Customer.TimeZone
+			}
+		}
+		return m
+	}
+	if got := zonesOf(0); len(got) != 0 {
+		t.Fatalf("without the column: zones %v", got)
+	}
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `ALTER TABLE digest_customers ADD COLUMN time_zone text`); err != nil {
+		t.Fatal(err)
+	}
+	if got := zonesOf(0); len(got) != 0 {
+		t.Fatalf("with the column all NULL: zones %v", got)
+	}
+	var ids []string
+	if err := pool.QueryRow(ctx, `SELECT array_agg(customer_id ORDER BY customer_id) FROM (SELECT customer_id FROM digest_customers ORDER BY customer_id LIMIT 2) s`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE digest_customers SET time_zone = 'Asia/Tokyo' WHERE customer_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE digest_customers SET time_zone = 'Mars/Olympus_Mons' WHERE customer_id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := zonesOf(1); len(got) != 1 || got[ids[0]] != "Asia/Tokyo" {
+		t.Fatalf("zones %v, want %s in Asia/Tokyo", got, ids[0])
+	}
+}

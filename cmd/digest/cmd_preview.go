@@ -67,6 +67,11 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if found == nil && wv.bad != nil {
+		// Named customers' bad lines only: the customer's own record is
+		// unreadable (in a snapshot out of order, its line says so).
+		return fmt.Errorf("customer %q cannot be read from the source for %s: %w", *customer, wv.spec.Week, wv.bad)
+	}
 	if found == nil {
 		return usagef("customer %q is not in the source for %s", *customer, wv.spec.Week)
 	}
@@ -102,6 +107,7 @@ type weekView struct {
 	asOf     time.Time
 	keys     *digest.Keyring
 	unsub    func(customerID string) string // nil: DIGEST_UNSUBSCRIBE_URL unset
+	bad      error                          // the first record each skipped as unreadable
 	source   digest.Source
 	renderer *digest.Renderer
 	close    func()
@@ -187,6 +193,9 @@ func (wv *weekView) each(ctx context.Context, customers []string, fn func(*diges
 	for rec, err := range wv.source.Records(ctx, q) {
 		var bad *digest.BadRecordError
 		if errors.As(err, &bad) {
+			if wv.bad == nil {
+				wv.bad = err
+			}
 			continue
 		}
 		if err != nil {
@@ -199,12 +208,13 @@ func (wv *weekView) each(ctx context.Context, customers []string, fn func(*diges
 		if err != nil {
 			continue
 		}
-		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity))
+		unsub := ""
+		if wv.unsub != nil {
+			unsub = wv.unsub(d.Customer.ID)
+		}
+		msg, err := wv.renderer.Message(&d, wv.keys.Key(d.Identity), unsub)
 		if err != nil {
 			return err
-		}
-		if wv.unsub != nil {
-			msg.Unsubscribe = wv.unsub(d.Customer.ID)
 		}
 		if !fn(&d, msg) {
 			return nil

@@ -1,0 +1,446 @@
+// Package verify checks a week of the ledger against the mail provider:
+// the rollout gate "one semantic digest produces one accepted external
+// operation and one durable sent receipt", as "digest verify" runs it.
+//
+// For every sent receipt of the week (or a uniform sample of them) it asks
+// the provider how many messages carry the receipt's key: one agrees, none
+// is a receipt without a message (deleted, or never accepted), two or more
+// a digest sent twice. Where the provider can list the keys of the
+// messages it holds (Mailpit, the file outbox), it also looks for messages
+// whose key is a receipt of the week that is not sent: mail that went out
+// behind the ledger's back (or that a run still holds, or will reconcile).
+// Keys are HMACs: a message whose key no receipt of the week has cannot be
+// told apart from another week's, and is not reported.
+//
+// Like package run, verify knows no adapter: it declares the interfaces it
+// consumes and imports the domain only.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+)
+
+// Counter counts the messages a provider holds for a key.
+type Counter interface {
+	Count(ctx context.Context, key digest.Key) (int, error)
+}
+
+// Lister lists the digest keys of every message a provider holds, a page
+// at a time, in no particular order; a key may come more than once.
+type Lister interface {
+	ListKeys(ctx context.Context, page func([]digest.Key) error) error
+}
+
+// Ledger is what verify reads of the receipt ledger (ledger.Store).
+type Ledger interface {
+	WeekKeys(ctx context.Context, week digest.ISOWeek, state digest.State, after digest.Key, limit int) ([]digest.Key, error)
+	WeekStates(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error)
+}
+
+// Limiter bounds the rate of provider calls (a *rate.Limiter).
+type Limiter interface {
+	Wait(ctx context.Context) error
+}
+
+// Defaults of Config.
+const (
+	DefaultConcurrency = 4
+	DefaultPageSize    = 1000
+	// DefaultAttempts is how often a key is asked about when the provider
+	// fails temporarily, before it counts as an error.
+	DefaultAttempts = 3
+	// maxErrorExamples bounds the errors a report keeps whole: a provider
+	// that is down fails every key alike.
+	maxErrorExamples = 20
+)
+
+// Config is one verification.
+type Config struct {
+	Week     digest.ISOWeek
+	Ledger   Ledger
+	Provider Counter
+	// Lister, when the provider can list, also finds unrecorded messages.
+	Lister Lister
+	// Name names the provider in the report, without credentials.
+	Name string
+	// Limiter paces the look-ups (not the listing, a page per call). Nil:
+	// unpaced, for a local provider such as the file outbox.
+	Limiter Limiter
+	// Concurrency is how many look-ups run at once. Default 4.
+	Concurrency int
+	// Sample, when above 0, checks a uniform random sample of that many
+	// sent receipts instead of all of them.
+	Sample int
+	// Rand draws the sample. Default: randomly seeded.
+	Rand *rand.Rand
+	// PageSize is how many keys one ledger read returns. Default 1000.
+	PageSize int
+	// Attempts per key against temporary failures. Default 3.
+	Attempts int
+	// Backoff says how long to wait before retry n (1 for the first) when
+	// the provider gave no time. Default: n × 1 s.
+	Backoff func(n int) time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Duplicate is a key the provider holds more than once.
+type Duplicate struct {
+	Key   digest.Key `json:"key"`
+	Count int        `json:"count"`
+}
+
+// Unrecorded is a message whose key is a receipt of the week in another
+// state than sent.
+type Unrecorded struct {
+	Key   digest.Key   `json:"key"`
+	State digest.State `json:"state"`
+}
+
+// KeyError is a key the provider could not be asked about.
+type KeyError struct {
+	Key   digest.Key `json:"key"`
+	Error string     `json:"error"`
+}
+
+// Report is what a verification found. Its JSON field names are stable.
+type Report struct {
+	Week     string `json:"week"`
+	Provider string `json:"provider"`
+	// Sent is the number of sent receipts of the week; Checked how many of
+	// them were asked about (all, or the sample).
+	Sent       int64        `json:"sent"`
+	Sample     int          `json:"sample"`
+	Checked    int64        `json:"checked"`
+	FoundOnce  int64        `json:"found_once"`
+	NotFound   []digest.Key `json:"not_found"`
+	Duplicated []Duplicate  `json:"duplicated"`
+	// UnrecordedChecked is false when the provider cannot list its
+	// messages: then Unrecorded is empty because nobody looked.
+	UnrecordedChecked bool         `json:"unrecorded_checked"`
+	Listed            int64        `json:"listed"`
+	Unrecorded        []Unrecorded `json:"unrecorded"`
+	// Errors counts the keys the provider could not be asked about (after
+	// retries), and the listing if it failed; ErrorExamples holds the
+	// first few.
+	Errors        int64      `json:"errors"`
+	ErrorExamples []KeyError `json:"error_examples"`
+	ProviderCalls int64      `json:"provider_calls"`
+	Duration      Duration   `json:"duration"`
+}
+
+// Mismatches counts the disagreements: not found, duplicated, unrecorded.
+func (r *Report) Mismatches() int {
+	return len(r.NotFound) + len(r.Duplicated) + len(r.Unrecorded)
+}
+
+// Duration is a time.Duration that marshals as seconds.
+type Duration time.Duration
+
+// MarshalJSON writes d in seconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, "%.3f", time.Duration(d).Seconds()), nil
+}
+
+// Progress is how far a verification has come.
+type Progress struct {
+	Total      int64 // keys to check, once known (0 while a sample is drawn)
+	Checked    int64
+	Mismatches int64
+	Errors     int64
+	Listed     int64
+}
+
+// errLedger marks a failure to read the ledger: it stops the verification.
+var errLedger = errors.New("ledger")
+
+// Verifier runs one verification; Progress may be read meanwhile.
+type Verifier struct {
+	cfg                                      Config
+	kids                                     map[string]string // key ids of the sent keys, by their lower case
+	total, checked, mismatches, errs, listed atomic.Int64
+	calls                                    atomic.Int64
+}
+
+// New validates cfg and fills its defaults.
+func New(cfg Config) (*Verifier, error) {
+	if cfg.Week.IsZero() || cfg.Ledger == nil || cfg.Provider == nil {
+		return nil, errors.New("verify: a week, a ledger and a provider are required")
+	}
+	if cfg.Sample < 0 {
+		return nil, errors.New("verify: sample must not be negative")
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = DefaultAttempts
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(n int) time.Duration { return time.Duration(n) * time.Second }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return &Verifier{cfg: cfg, kids: map[string]string{}}, nil
+}
+
+// Progress returns the counts so far.
+func (v *Verifier) Progress() Progress {
+	return Progress{Total: v.total.Load(), Checked: v.checked.Load(), Mismatches: v.mismatches.Load(), Errors: v.errs.Load(), Listed: v.listed.Load()}
+}
+
+// Run verifies the week. Its error is for what stops the whole check (the
+// ledger unreachable, ctx done); a key the provider cannot be asked about
+// is in Report.Errors instead.
+func (v *Verifier) Run(ctx context.Context) (*Report, error) {
+	start := v.cfg.Now()
+	rep := &Report{Week: v.cfg.Week.String(), Provider: v.cfg.Name, Sample: v.cfg.Sample,
+		NotFound: []digest.Key{}, Duplicated: []Duplicate{}, Unrecorded: []Unrecorded{}, ErrorExamples: []KeyError{}}
+	if err := v.checkSent(ctx, rep); err != nil {
+		return nil, err
+	}
+	if v.cfg.Lister != nil {
+		rep.UnrecordedChecked = true
+		if err := v.findUnrecorded(ctx, rep); err != nil {
+			if ctx.Err() != nil || errors.Is(err, errLedger) {
+				return nil, err
+			}
+			rep.Errors++
+			v.errs.Add(1)
+			rep.ErrorExamples = append(rep.ErrorExamples, KeyError{Error: "list the provider's messages: " + err.Error()})
+		}
+	}
+	slices.Sort(rep.NotFound)
+	slices.SortFunc(rep.Duplicated, func(a, b Duplicate) int { return cmpKey(a.Key, b.Key) })
+	slices.SortFunc(rep.Unrecorded, func(a, b Unrecorded) int { return cmpKey(a.Key, b.Key) })
+	rep.ProviderCalls = v.calls.Load()
+	rep.Duration = Duration(v.cfg.Now().Sub(start))
+	return rep, nil
+}
+
+func cmpKey(a, b digest.Key) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sentKeys calls fn with each page of the week's sent keys, in key order.
+func (v *Verifier) sentKeys(ctx context.Context, fn func([]digest.Key) error) error {
+	var after digest.Key
+	for {
+		page, err := v.cfg.Ledger.WeekKeys(ctx, v.cfg.Week, digest.StateSent, after, v.cfg.PageSize)
+		if err != nil {
+			return fmt.Errorf("%w: read the week's sent receipts: %w", errLedger, err)
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		for _, k := range page {
+			if kid := k.KeyID(); v.kids[strings.ToLower(kid)] == "" {
+				v.kids[strings.ToLower(kid)] = kid
+			}
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		if len(page) < v.cfg.PageSize {
+			return nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
+// checkSent asks the provider about every sent key (or the sample),
+// streaming them from the ledger to Concurrency workers.
+func (v *Verifier) checkSent(ctx context.Context, rep *Report) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	keys := make(chan digest.Key, v.cfg.Concurrency*2)
+	var mu sync.Mutex // guards rep
+	var wg sync.WaitGroup
+	for range v.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				n, err := v.count(ctx, k)
+				mu.Lock()
+				v.record(rep, k, n, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	var feedErr error
+	if v.cfg.Sample > 0 {
+		var sample []digest.Key
+		sample, feedErr = v.drawSample(ctx, rep)
+		v.total.Store(int64(len(sample)))
+		for _, k := range sample {
+			if feedErr != nil {
+				break
+			}
+			select {
+			case keys <- k:
+			case <-ctx.Done():
+				feedErr = ctx.Err()
+			}
+		}
+	} else {
+		feedErr = v.sentKeys(ctx, func(page []digest.Key) error {
+			rep.Sent += int64(len(page))
+			v.total.Add(int64(len(page)))
+			for _, k := range page {
+				select {
+				case keys <- k:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		})
+	}
+	close(keys)
+	if feedErr != nil {
+		cancel()
+	}
+	wg.Wait()
+	if feedErr != nil {
+		return feedErr
+	}
+	return ctx.Err()
+}
+
+// drawSample reads every sent key of the week once, keeping a uniform
+// random sample of Sample of them (reservoir sampling, Algorithm R): the
+// week is never held whole.
+func (v *Verifier) drawSample(ctx context.Context, rep *Report) ([]digest.Key, error) {
+	sample := make([]digest.Key, 0, v.cfg.Sample)
+	var seen int64
+	err := v.sentKeys(ctx, func(page []digest.Key) error {
+		for _, k := range page {
+			seen++
+			if len(sample) < v.cfg.Sample {
+				sample = append(sample, k)
+			} else if j := v.cfg.Rand.Int64N(seen); j < int64(v.cfg.Sample) {
+				sample[j] = k
+			}
+		}
+		return nil
+	})
+	rep.Sent = seen
+	return sample, err
+}
+
+// count asks the provider about k, paced, retrying temporary failures.
+func (v *Verifier) count(ctx context.Context, k digest.Key) (int, error) {
+	for attempt := 1; ; attempt++ {
+		if v.cfg.Limiter != nil {
+			if err := v.cfg.Limiter.Wait(ctx); err != nil {
+				return 0, err
+			}
+		}
+		v.calls.Add(1)
+		n, err := v.cfg.Provider.Count(ctx, k)
+		if err == nil || attempt >= v.cfg.Attempts || ctx.Err() != nil {
+			return n, err
+		}
+		var se *digest.SendError
+		if errors.As(err, &se) && se.Class == digest.ClassPermanent {
+			return 0, err
+		}
+		wait := v.cfg.Backoff(attempt)
+		if se != nil && !se.RetryAt.IsZero() {
+			wait = se.RetryAt.Sub(v.cfg.Now())
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// record adds one key's answer to rep (under the caller's lock).
+func (v *Verifier) record(rep *Report, k digest.Key, n int, err error) {
+	switch {
+	case err != nil:
+		rep.Errors++
+		v.errs.Add(1)
+		if len(rep.ErrorExamples) < maxErrorExamples {
+			rep.ErrorExamples = append(rep.ErrorExamples, KeyError{Key: k, Error: err.Error()})
+		}
+		return
+	case n == 1:
+		rep.FoundOnce++
+	case n == 0:
+		rep.NotFound = append(rep.NotFound, k)
+		v.mismatches.Add(1)
+	default:
+		rep.Duplicated = append(rep.Duplicated, Duplicate{Key: k, Count: n})
+		v.mismatches.Add(1)
+	}
+	rep.Checked++
+	v.checked.Add(1)
+}
+
+// findUnrecorded lists the provider's keys and asks the ledger, a page at
+// a time, which of them are receipts of the week in a state other than
+// sent.
+func (v *Verifier) findUnrecorded(ctx context.Context, rep *Report) error {
+	seen := map[digest.Key]bool{} // unrecorded keys already reported
+	return v.cfg.Lister.ListKeys(ctx, func(page []digest.Key) error {
+		v.calls.Add(1)
+		rep.Listed += int64(len(page))
+		v.listed.Add(int64(len(page)))
+		for i, k := range page {
+			page[i] = v.keyCase(k)
+		}
+		states, err := v.cfg.Ledger.WeekStates(ctx, v.cfg.Week, page)
+		if err != nil {
+			return fmt.Errorf("%w: read the states of listed keys: %w", errLedger, err)
+		}
+		for _, k := range page {
+			st, ok := states[k]
+			if !ok || st == digest.StateSent || seen[k] {
+				continue
+			}
+			seen[k] = true
+			rep.Unrecorded = append(rep.Unrecorded, Unrecorded{Key: k, State: st})
+			v.mismatches.Add(1)
+		}
+		return nil
+	})
+}
+
+// keyCase gives k the key id of the week's sent keys that differs from its
+// own in case only: a Mailpit tag holds the key id in lower case.
+func (v *Verifier) keyCase(k digest.Key) digest.Key {
+	kid := k.KeyID()
+	if real := v.kids[strings.ToLower(kid)]; real != "" && real != kid {
+		return digest.Key(real + ":" + k.Hex())
+	}
+	return k
+}

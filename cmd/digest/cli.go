@@ -75,6 +75,7 @@ func commands() []command {
 		{"run", "send (or dry-run) one week's digests: the CronJob's command", cmdRun},
 		{"migrate", "create or upgrade the ledger schema", cmdMigrate},
 		{"status", "is a week done? expected digests against settled receipts, the last run; exit 0, 3 or 4", cmdStatus},
+		{"verify", "ask the provider about every sent receipt of a week: each found once? the rollout gate", cmdVerify},
 		{"review", "list, show, release or mark sent held and quarantined receipts", cmdReview},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},
 		{"schedule", "run weekly on a cron schedule (instead of a CronJob)", cmdSchedule},

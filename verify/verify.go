@@ -18,6 +18,7 @@ package verify
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,6 +72,12 @@ type Config struct {
 	Provider Counter
 	// Lister, when the provider can list, also finds unrecorded messages.
 	Lister Lister
+	// CountByListing counts each key's messages from the Lister's one pass
+	// over the provider instead of one Count call per key: for a provider
+	// whose per-key search costs in proportion to what it holds (Mailpit's
+	// every search reply lists every tag of the mailbox). It holds a count
+	// per listed message of the week (its HMAC's 32 bytes) while it runs.
+	CountByListing bool
 	// Name names the provider in the report, without credentials.
 	Name string
 	// Limiter paces the look-ups (not the listing, a page per call). Nil:
@@ -213,18 +220,39 @@ func (v *Verifier) Run(ctx context.Context) (*Report, error) {
 	start := v.cfg.Now()
 	rep := &Report{Week: v.cfg.Week.String(), Provider: v.cfg.Name, Sample: v.cfg.Sample,
 		NotFound: []digest.Key{}, Duplicated: []Duplicate{}, Unrecorded: []Unrecorded{}, ErrorExamples: []KeyError{}}
-	if err := v.checkSent(ctx, rep); err != nil {
-		return nil, err
+	var sample []digest.Key
+	switch {
+	case v.cfg.Sample > 0:
+		var err error
+		if sample, err = v.drawSample(ctx, rep); err != nil {
+			return nil, err
+		}
+	case v.cfg.CountByListing:
+		// A first pass for the key ids (a Mailpit tag holds them in lower
+		// case) and the number of sent receipts.
+		if err := v.sentKeys(ctx, func(page []digest.Key) error { rep.Sent += int64(len(page)); return nil }); err != nil {
+			return nil, err
+		}
 	}
+	counter, paced := v.cfg.Provider, true
 	if v.cfg.Lister != nil {
 		rep.UnrecordedChecked = true
-		if err := v.findUnrecorded(ctx, rep); err != nil {
-			if ctx.Err() != nil || errors.Is(err, errLedger) {
-				return nil, err
-			}
+		listed, err := v.list(ctx, rep)
+		switch {
+		case err != nil && (ctx.Err() != nil || errors.Is(err, errLedger)):
+			return nil, err
+		case err != nil:
 			rep.Errors++
 			v.errs.Add(1)
 			rep.ErrorExamples = append(rep.ErrorExamples, KeyError{Error: "list the provider's messages: " + err.Error()})
+			counter = nil // the counts are incomplete: nothing is checked
+		case v.cfg.CountByListing:
+			counter, paced = listed, false
+		}
+	}
+	if counter != nil || !v.cfg.CountByListing {
+		if err := v.checkSent(ctx, rep, sample, counter, paced); err != nil {
+			return nil, err
 		}
 	}
 	slices.Sort(rep.NotFound)
@@ -271,9 +299,10 @@ func (v *Verifier) sentKeys(ctx context.Context, fn func([]digest.Key) error) er
 	}
 }
 
-// checkSent asks the provider about every sent key (or the sample),
-// streaming them from the ledger to Concurrency workers.
-func (v *Verifier) checkSent(ctx context.Context, rep *Report) error {
+// checkSent asks counter about every sent key (or the sample), streaming
+// them from the ledger to Concurrency workers; paced: through the Limiter,
+// counted as provider calls.
+func (v *Verifier) checkSent(ctx context.Context, rep *Report, sample []digest.Key, counter Counter, paced bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	keys := make(chan digest.Key, v.cfg.Concurrency*2)
@@ -284,7 +313,7 @@ func (v *Verifier) checkSent(ctx context.Context, rep *Report) error {
 		go func() {
 			defer wg.Done()
 			for k := range keys {
-				n, err := v.count(ctx, k)
+				n, err := v.count(ctx, counter, paced, k)
 				mu.Lock()
 				v.record(rep, k, n, err)
 				mu.Unlock()
@@ -293,8 +322,6 @@ func (v *Verifier) checkSent(ctx context.Context, rep *Report) error {
 	}
 	var feedErr error
 	if v.cfg.Sample > 0 {
-		var sample []digest.Key
-		sample, feedErr = v.drawSample(ctx, rep)
 		v.total.Store(int64(len(sample)))
 		for _, k := range sample {
 			if feedErr != nil {
@@ -307,8 +334,11 @@ func (v *Verifier) checkSent(ctx context.Context, rep *Report) error {
 			}
 		}
 	} else {
+		counted := rep.Sent > 0 // by the first pass of CountByListing
 		feedErr = v.sentKeys(ctx, func(page []digest.Key) error {
-			rep.Sent += int64(len(page))
+			if !counted {
+				rep.Sent += int64(len(page))
+			}
 			v.total.Add(int64(len(page)))
 			for _, k := range page {
 				select {
@@ -352,16 +382,16 @@ func (v *Verifier) drawSample(ctx context.Context, rep *Report) ([]digest.Key, e
 	return sample, err
 }
 
-// count asks the provider about k, paced, retrying temporary failures.
-func (v *Verifier) count(ctx context.Context, k digest.Key) (int, error) {
+// count asks counter about k, retrying temporary failures; paced: through
+// the Limiter, and counted as a provider call.
+func (v *Verifier) count(ctx context.Context, counter Counter, paced bool, k digest.Key) (int, error) {
 	for attempt := 1; ; attempt++ {
-		if v.cfg.Limiter != nil {
-			if err := v.cfg.Limiter.Wait(ctx); err != nil {
+		if paced {
+			if err := v.wait(ctx); err != nil {
 				return 0, err
 			}
 		}
-		v.calls.Add(1)
-		n, err := v.cfg.Provider.Count(ctx, k)
+		n, err := counter.Count(ctx, k)
 		if err == nil || attempt >= v.cfg.Attempts || ctx.Err() != nil {
 			return n, err
 		}
@@ -406,13 +436,38 @@ func (v *Verifier) record(rep *Report, k digest.Key, n int, err error) {
 	v.checked.Add(1)
 }
 
-// findUnrecorded lists the provider's keys and asks the ledger, a page at
-// a time, which of them are receipts of the week in a state other than
-// sent.
-func (v *Verifier) findUnrecorded(ctx context.Context, rep *Report) error {
+// wait takes a token of the Limiter and counts a provider call.
+func (v *Verifier) wait(ctx context.Context) error {
+	if v.cfg.Limiter != nil {
+		if err := v.cfg.Limiter.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	v.calls.Add(1)
+	return nil
+}
+
+// list reads the provider's listing and asks the ledger, a page at a
+// time, which of its keys are receipts of the week: a key whose receipt
+// is not sent is unrecorded; with CountByListing, the messages of each
+// sent key are counted.
+func (v *Verifier) list(ctx context.Context, rep *Report) (listedCounts, error) {
+	var counts listedCounts
+	if v.cfg.CountByListing {
+		counts = listedCounts{}
+	}
 	seen := map[digest.Key]bool{} // unrecorded keys already reported
-	return v.cfg.Lister.ListKeys(ctx, func(page []digest.Key) error {
-		v.calls.Add(1)
+	if err := v.wait(ctx); err != nil {
+		return nil, err
+	}
+	first := true
+	err := v.cfg.Lister.ListKeys(ctx, func(page []digest.Key) error {
+		if !first { // the first call was paced before ListKeys
+			if err := v.wait(ctx); err != nil {
+				return err
+			}
+		}
+		first = false
 		rep.Listed += int64(len(page))
 		v.listed.Add(int64(len(page)))
 		for i, k := range page {
@@ -424,15 +479,43 @@ func (v *Verifier) findUnrecorded(ctx context.Context, rep *Report) error {
 		}
 		for _, k := range page {
 			st, ok := states[k]
-			if !ok || st == digest.StateSent || seen[k] {
-				continue
+			switch {
+			case !ok:
+			case st == digest.StateSent:
+				counts.add(k)
+			case !seen[k]:
+				seen[k] = true
+				rep.Unrecorded = append(rep.Unrecorded, Unrecorded{Key: k, State: st})
+				v.mismatches.Add(1)
 			}
-			seen[k] = true
-			rep.Unrecorded = append(rep.Unrecorded, Unrecorded{Key: k, State: st})
-			v.mismatches.Add(1)
 		}
 		return nil
 	})
+	return counts, err
+}
+
+// listedCounts counts the listed messages of each sent key by its HMAC;
+// it is the Counter of CountByListing. A nil listedCounts counts nothing.
+type listedCounts map[[32]byte]int32
+
+func hmacOf(k digest.Key) (h [32]byte, ok bool) {
+	n, err := hex.Decode(h[:], []byte(k.Hex()))
+	return h, err == nil && n == len(h)
+}
+
+func (c listedCounts) add(k digest.Key) {
+	if h, ok := hmacOf(k); ok && c != nil {
+		c[h]++
+	}
+}
+
+// Count implements Counter.
+func (c listedCounts) Count(_ context.Context, k digest.Key) (int, error) {
+	h, ok := hmacOf(k)
+	if !ok {
+		return 0, fmt.Errorf("key %s has no HMAC", k)
+	}
+	return int(c[h]), nil
 }
 
 // keyCase gives k the key id of the week's sent keys that differs from its

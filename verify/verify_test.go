@@ -156,6 +156,38 @@ func TestVerifyClassifies(t *testing.T) {
 	}
 }
 
+// CountByListing finds the same from one pass over the provider's
+// listing, asking Count about nothing: counts by key, a listed key of
+// another case of key id (a Mailpit tag's) matched to the week's.
+func TestVerifyCountByListing(t *testing.T) {
+	t.Parallel()
+	upper := digest.Key("K9:" + string(key(8))[3:])
+	l := &memLedger{states: map[digest.Key]digest.State{
+		key(1): digest.StateSent, key(2): digest.StateSent, key(3): digest.StateSent, upper: digest.StateSent,
+		key(5): digest.StateFailed,
+	}}
+	lower := digest.Key("k9:" + string(key(8))[3:])
+	p := &provider{
+		listed: []digest.Key{key(1), key(3), key(3), lower, key(5), key(99)},
+		fail:   func(digest.Key, int) error { return errors.New("Count must not be called") },
+	}
+	for _, sample := range []int{0, 10} {
+		rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, Lister: p, CountByListing: true, Sample: sample})
+		if rep.Sent != 4 || rep.Checked != 4 || rep.FoundOnce != 2 || rep.Errors != 0 ||
+			!slices.Equal(rep.NotFound, []digest.Key{key(2)}) ||
+			!slices.Equal(rep.Duplicated, []verify.Duplicate{{Key: key(3), Count: 2}}) ||
+			!slices.Equal(rep.Unrecorded, []verify.Unrecorded{{Key: key(5), State: digest.StateFailed}}) {
+			t.Fatalf("sample %d: report %+v", sample, *rep)
+		}
+		if rep.ProviderCalls != 3 { // three listing pages
+			t.Errorf("provider calls %d, want 3", rep.ProviderCalls)
+		}
+	}
+	if len(p.calls) != 0 {
+		t.Fatalf("Count called: %v", p.calls)
+	}
+}
+
 // Without a lister nothing is said about unrecorded messages.
 func TestVerifyWithoutListerDoesNotCheckUnrecorded(t *testing.T) {
 	t.Parallel()

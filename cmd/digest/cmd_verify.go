@@ -13,6 +13,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/verify"
 )
@@ -160,6 +161,9 @@ func verifyProvider(st *settings, cfg *verify.Config) error {
 		}
 		cfg.Provider, cfg.Name = counter, redactURL(st.LookupURL)
 		cfg.Lister, _ = l.(verify.Lister)
+		// Each Mailpit search reply lists every tag of the mailbox: a
+		// search per key would cost the square of the week.
+		_, cfg.CountByListing = l.(*lookup.Mailpit)
 		return nil
 	}
 	switch {

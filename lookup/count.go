@@ -41,13 +41,16 @@ const mailpitPage = 1000
 
 // ListKeys lists every message Mailpit holds, mailpitPage at a time, and
 // hands fn the digest keys of their tags ("dk-KID-HEX"; the key id in lower
-// case, as the tag has it). Mailpit lists newest first by offset: a
-// message that arrives meanwhile shifts a page and lists one key twice; a
-// message deleted meanwhile may be missed.
+// case, as the tag has it). Mailpit lists newest first by offset: messages
+// that arrive meanwhile push the end of one page onto the start of the
+// next, where they are recognised by their IDs and skipped; a message
+// deleted meanwhile may be missed.
 func (l *Mailpit) ListKeys(ctx context.Context, fn func([]digest.Key) error) error {
+	prev := map[string]bool{} // the IDs of the previous page
 	for start := 0; ; start += mailpitPage {
 		var res struct {
 			Messages []struct {
+				ID   string   `json:"ID"`
 				Tags []string `json:"Tags"`
 			} `json:"messages"`
 		}
@@ -56,13 +59,19 @@ func (l *Mailpit) ListKeys(ctx context.Context, fn func([]digest.Key) error) err
 			return err
 		}
 		var keys []digest.Key
+		ids := make(map[string]bool, len(res.Messages))
 		for _, m := range res.Messages {
+			ids[m.ID] = true
+			if prev[m.ID] {
+				continue
+			}
 			for _, tag := range m.Tags {
 				if k, ok := keyOfTag(tag); ok {
 					keys = append(keys, k)
 				}
 			}
 		}
+		prev = ids
 		if len(keys) > 0 {
 			if err := fn(keys); err != nil {
 				return err

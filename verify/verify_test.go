@@ -259,3 +259,21 @@ func TestVerifyRetriesTemporaryFailures(t *testing.T) {
 		t.Fatalf("report %+v, calls %v", *rep, p.calls)
 	}
 }
+
+// failingLister cannot list.
+type failingLister struct{}
+
+func (failingLister) ListKeys(context.Context, func([]digest.Key) error) error {
+	return &digest.SendError{Class: digest.ClassTemporary, Err: errors.New("HTTP 503")}
+}
+
+// When the counts come from a listing that fails, nothing is checked and
+// the failure is an error: no key is called missing.
+func TestVerifyCountByListingWhenTheListingFails(t *testing.T) {
+	t.Parallel()
+	l, p := sentOnce(5)
+	rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, Lister: failingLister{}, CountByListing: true})
+	if rep.Errors != 1 || rep.Checked != 0 || len(rep.NotFound) != 0 || rep.Mismatches() != 0 || rep.Sent != 5 {
+		t.Fatalf("report %+v; want one error and nothing checked", *rep)
+	}
+}

@@ -71,7 +71,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	b.Logf("%d receipts written in %v", n, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	deliverKeys(b, mp.SMTPAddr(), n, 4)
+	deliverKeys(b, mp.SMTPAddr(), n, 8)
 	b.Logf("%d messages delivered to Mailpit in %v", n, time.Since(start).Round(time.Millisecond))
 
 	b.ResetTimer()

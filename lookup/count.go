@@ -39,6 +39,11 @@ func (l *Mailpit) Count(ctx context.Context, key digest.Key) (int, error) {
 // mailpitPage is how many messages one listing call returns.
 const mailpitPage = 1000
 
+// maxListBody bounds one listing reply. Every Mailpit list and search
+// reply carries every tag of the mailbox ("tags"): about 70 bytes a
+// tagged message, 7 MB at 100,000 messages, so this holds some 3 million.
+const maxListBody = 256 << 20
+
 // ListKeys lists every message Mailpit holds, mailpitPage at a time, and
 // hands fn the digest keys of their tags ("dk-KID-HEX"; the key id in lower
 // case, as the tag has it). Mailpit lists newest first by offset: messages
@@ -55,7 +60,7 @@ func (l *Mailpit) ListKeys(ctx context.Context, fn func([]digest.Key) error) err
 			} `json:"messages"`
 		}
 		q := url.Values{"start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(mailpitPage)}}
-		if err := l.api.getJSON(ctx, l.base+"/api/v1/messages?"+q.Encode(), &res); err != nil {
+		if err := l.api.getJSONUpTo(ctx, l.base+"/api/v1/messages?"+q.Encode(), &res, maxListBody); err != nil {
 			return err
 		}
 		var keys []digest.Key

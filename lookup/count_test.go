@@ -163,3 +163,33 @@ func TestPostmarkCount(t *testing.T) {
 		t.Errorf("Count of a reply naming another key = %d, nil; want an error", got)
 	}
 }
+
+// Every Mailpit listing reply carries every tag of the mailbox: at 100,000
+// digests some 7 MB, more than a look-up reply may be. The listing reads it
+// (an httptest server replaying Mailpit's shape at that size).
+func TestMailpitListKeysReadsTheTagsOfABigMailbox(t *testing.T) {
+	t.Parallel()
+	const n = 100_000
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = digestsmtp.MailpitTag(digest.Key(fmt.Sprintf("k1:%064x", i)))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/messages" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"total":%d,"messages_count":%d,"start":0,"tags":["%s"],"messages":[{"ID":"m1","Tags":[%q]}]}`,
+			n, n, strings.Join(tags, `","`), tags[7])
+	}))
+	t.Cleanup(srv.Close)
+	var got []digest.Key
+	err := lookup.NewMailpit(srv.URL, nil).ListKeys(t.Context(), func(page []digest.Key) error {
+		got = append(got, page...)
+		return nil
+	})
+	if want := digest.Key(fmt.Sprintf("k1:%064x", 7)); err != nil || len(got) != 1 || got[0] != want {
+		t.Fatalf("ListKeys = %v, %v; want [%s]", got, err, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +85,11 @@ func (p *provider) ListKeys(_ context.Context, fn func([]digest.Key) error) erro
 	}
 	return nil
 }
+
+// countingLimiter counts the tokens taken.
+type countingLimiter struct{ waits atomic.Int64 }
+
+func (l *countingLimiter) Wait(context.Context) error { l.waits.Add(1); return nil }
 
 // sentOnce returns a week of n sent receipts, each found once.
 func sentOnce(n int) (*memLedger, *provider) {
@@ -172,15 +178,16 @@ func TestVerifyCountByListing(t *testing.T) {
 		fail:   func(digest.Key, int) error { return errors.New("Count must not be called") },
 	}
 	for _, sample := range []int{0, 10} {
-		rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, Lister: p, CountByListing: true, Sample: sample})
+		lim := &countingLimiter{}
+		rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, Lister: p, CountByListing: true, Sample: sample, Limiter: lim})
 		if rep.Sent != 4 || rep.Checked != 4 || rep.FoundOnce != 2 || rep.Errors != 0 ||
 			!slices.Equal(rep.NotFound, []digest.Key{key(2)}) ||
 			!slices.Equal(rep.Duplicated, []verify.Duplicate{{Key: key(3), Count: 2}}) ||
 			!slices.Equal(rep.Unrecorded, []verify.Unrecorded{{Key: key(5), State: digest.StateFailed}}) {
 			t.Fatalf("sample %d: report %+v", sample, *rep)
 		}
-		if rep.ProviderCalls != 3 { // three listing pages
-			t.Errorf("provider calls %d, want 3", rep.ProviderCalls)
+		if rep.ProviderCalls != 3 || lim.waits.Load() != 3 { // three listing pages, each paced
+			t.Errorf("provider calls %d, limiter tokens %d; want 3", rep.ProviderCalls, lim.waits.Load())
 		}
 	}
 	if len(p.calls) != 0 {
@@ -204,9 +211,13 @@ func TestVerifyWithoutListerDoesNotCheckUnrecorded(t *testing.T) {
 func TestVerifyStreamsThePagesOnce(t *testing.T) {
 	t.Parallel()
 	l, p := sentOnce(2500)
-	rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, PageSize: 1000, Concurrency: 8})
+	lim := &countingLimiter{}
+	rep := mustRun(t, verify.Config{Week: week, Ledger: l, Provider: p, PageSize: 1000, Concurrency: 8, Limiter: lim})
 	if rep.Checked != 2500 || rep.FoundOnce != 2500 || rep.Sent != 2500 {
 		t.Fatalf("report %+v", *rep)
+	}
+	if lim.waits.Load() != 2500 || rep.ProviderCalls != 2500 {
+		t.Errorf("%d limiter tokens for %d provider calls, want one per call, 2500", lim.waits.Load(), rep.ProviderCalls)
 	}
 	if l.reads != 3 || l.maxLimit != 1000 {
 		t.Errorf("ledger read %d times, largest page %d; want 3 pages of at most 1000", l.reads, l.maxLimit)

@@ -41,7 +41,9 @@ receipt of the ISO week is checked, whatever DIGEST_TYPE and DIGEST_VERSION.
 The provider is DIGEST_LOOKUP_URL (mailpit+http://..., postmark+https://...),
 else the file outbox DIGEST_OUTBOX_DIR; an SMTP relay alone cannot be asked.
 Look-ups are paced by --rate (a token bucket, like the job's sends) and run
---concurrency at a time; a temporary failure is asked again twice. For a
+--concurrency at a time; a temporary failure is asked again twice. Against
+Mailpit the counts come from one listing of its messages (1,000 a call),
+not a search per key. For a
 large week, --sample N checks a uniform random sample of N sent receipts
 (the listing for unrecorded messages still reads everything). Output names
 keys (HMACs) only, never an address. With DIGEST_PUSHGATEWAY_URL it pushes

@@ -209,7 +209,8 @@ func TestVerifySample(t *testing.T) {
 	}
 }
 
-// A provider that cannot be asked: exit 3, not a verdict on the week.
+// A provider that cannot be asked: exit 3, not a verdict on the week; a
+// week without sent receipts (the wrong ledger or week) does not pass.
 // Mistakes in the command line or a provider that cannot be asked at all
 // (an SMTP relay) are usage errors.
 func TestVerifyProviderDownAndUsage(t *testing.T) {
@@ -220,6 +221,10 @@ func TestVerifyProviderDownAndUsage(t *testing.T) {
 	r := e.RunEnv([]string{"DIGEST_LOOKUP_URL=mailpit+" + down.URL}, "verify", "--week", "2026-W40", "--sample", "2", "--json")
 	if rep := decodeVerify(t, r); r.Code != 3 || rep.Errors == 0 || rep.Checked != 0 || rep.ExitCode != 3 {
 		t.Fatalf("provider down: exit %d, report %+v; want 3\n%s", r.Code, rep, r.Stderr)
+	}
+	r = e.Run("verify", "--week", "2026-W41")
+	if r.Code != 3 || !strings.Contains(r.Stdout, "nothing to verify") {
+		t.Fatalf("a week without sent receipts: exit %d, want 3\n%s", r.Code, r.Stdout)
 	}
 	for _, c := range []struct {
 		extra []string

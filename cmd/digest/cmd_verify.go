@@ -60,7 +60,7 @@ provider_calls, duration (seconds) and exit_code.
 
 Exit codes: 0 everything checked agrees, 1 some key disagrees (or the
 ledger could not be read), 3 the provider could not be asked about some
-keys (and none disagrees), 2 usage.
+keys (and none disagrees) or the week has no sent receipt, 2 usage.
 
 Examples:
   digest verify --week 2026-W48
@@ -187,12 +187,13 @@ func verifyProvider(st *settings, cfg *verify.Config) error {
 }
 
 // verifyExitCode: 1 when a key disagrees, else 3 when some could not be
-// asked about, else 0.
+// asked about or the week has no sent receipt (a gate that passes having
+// checked nothing would pass a wrong ledger or week), else 0.
 func verifyExitCode(rep *verify.Report) int {
 	switch {
 	case rep.Mismatches() > 0:
 		return ExitFailure
-	case rep.Errors > 0:
+	case rep.Errors > 0 || rep.Sent == 0:
 		return ExitIncomplete
 	}
 	return ExitOK
@@ -219,7 +220,7 @@ func logVerify(log *slog.Logger, rep *verify.Report, code int) {
 	case ExitFailure:
 		level, msg = slog.LevelError, "verify: keys disagree with the provider"
 	case ExitIncomplete:
-		level, msg = slog.LevelWarn, "verify: the provider could not be asked about some keys"
+		level, msg = slog.LevelWarn, "verify: the provider could not be asked about some keys, or nothing was sent"
 	}
 	log.Log(context.Background(), level, msg, "week", rep.Week, "provider", rep.Provider,
 		"checked", rep.Checked, "found_once", rep.FoundOnce, "not_found", len(rep.NotFound),
@@ -268,11 +269,13 @@ func printVerify(out io.Writer, rep *verify.Report, code int) {
 	names("error", len(rep.ErrorExamples), func(i int) string {
 		return fmt.Sprintf("%s: %s", rep.ErrorExamples[i].Key, rep.ErrorExamples[i].Error)
 	})
-	switch code {
-	case ExitOK:
+	switch {
+	case code == ExitOK:
 		fmt.Fprintln(out, "verdict: agrees")
-	case ExitFailure:
+	case code == ExitFailure:
 		fmt.Fprintln(out, `verdict: DISAGREES ("digest review show KEY" for a key's history; runbook: "Verifying a week")`)
+	case rep.Sent == 0 && rep.Errors == 0:
+		fmt.Fprintf(out, "verdict: nothing to verify: no sent receipt of %s in this ledger (the right ledger and week?)\n", rep.Week)
 	default:
 		fmt.Fprintln(out, "verdict: incomplete, the provider could not be asked about some keys; run again")
 	}

@@ -21,7 +21,10 @@ var (
 // Count returns how many messages Mailpit holds tagged with key's tag
 // (smtp.MailpitTag), in one API call: the search's messages_count. Unlike
 // Lookup it does not read each message's X-Digest-Key: the tag holds the
-// key's whole HMAC, which no other digest's tag shares.
+// key's whole HMAC, which no other digest's tag shares. Every search reply
+// also carries every tag of the mailbox, so a week's worth of Counts costs
+// the square of the week: "digest verify" counts from ListKeys instead
+// (verify.Config.CountByListing).
 func (l *Mailpit) Count(ctx context.Context, key digest.Key) (int, error) {
 	var res struct {
 		MessagesCount *int `json:"messages_count"`

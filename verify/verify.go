@@ -18,7 +18,6 @@ package verify
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -99,64 +98,6 @@ type Config struct {
 	Backoff func(n int) time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-}
-
-// Duplicate is a key the provider holds more than once.
-type Duplicate struct {
-	Key   digest.Key `json:"key"`
-	Count int        `json:"count"`
-}
-
-// Unrecorded is a message whose key is a receipt of the week in another
-// state than sent.
-type Unrecorded struct {
-	Key   digest.Key   `json:"key"`
-	State digest.State `json:"state"`
-}
-
-// KeyError is a key the provider could not be asked about.
-type KeyError struct {
-	Key   digest.Key `json:"key"`
-	Error string     `json:"error"`
-}
-
-// Report is what a verification found. Its JSON field names are stable.
-type Report struct {
-	Week     string `json:"week"`
-	Provider string `json:"provider"`
-	// Sent is the number of sent receipts of the week; Checked how many of
-	// them were asked about (all, or the sample).
-	Sent       int64        `json:"sent"`
-	Sample     int          `json:"sample"`
-	Checked    int64        `json:"checked"`
-	FoundOnce  int64        `json:"found_once"`
-	NotFound   []digest.Key `json:"not_found"`
-	Duplicated []Duplicate  `json:"duplicated"`
-	// UnrecordedChecked is false when the provider cannot list its
-	// messages: then Unrecorded is empty because nobody looked.
-	UnrecordedChecked bool         `json:"unrecorded_checked"`
-	Listed            int64        `json:"listed"`
-	Unrecorded        []Unrecorded `json:"unrecorded"`
-	// Errors counts the keys the provider could not be asked about (after
-	// retries), and the listing if it failed; ErrorExamples holds the
-	// first few.
-	Errors        int64      `json:"errors"`
-	ErrorExamples []KeyError `json:"error_examples"`
-	ProviderCalls int64      `json:"provider_calls"`
-	Duration      Duration   `json:"duration"`
-}
-
-// Mismatches counts the disagreements: not found, duplicated, unrecorded.
-func (r *Report) Mismatches() int {
-	return len(r.NotFound) + len(r.Duplicated) + len(r.Unrecorded)
-}
-
-// Duration is a time.Duration that marshals as seconds.
-type Duration time.Duration
-
-// MarshalJSON writes d in seconds.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return fmt.Appendf(nil, "%.3f", time.Duration(d).Seconds()), nil
 }
 
 // Progress is how far a verification has come.
@@ -445,85 +386,4 @@ func (v *Verifier) wait(ctx context.Context) error {
 	}
 	v.calls.Add(1)
 	return nil
-}
-
-// list reads the provider's listing and asks the ledger, a page at a
-// time, which of its keys are receipts of the week: a key whose receipt
-// is not sent is unrecorded; with CountByListing, the messages of each
-// sent key are counted.
-func (v *Verifier) list(ctx context.Context, rep *Report) (listedCounts, error) {
-	var counts listedCounts
-	if v.cfg.CountByListing {
-		counts = listedCounts{}
-	}
-	seen := map[digest.Key]bool{} // unrecorded keys already reported
-	if err := v.wait(ctx); err != nil {
-		return nil, err
-	}
-	first := true
-	err := v.cfg.Lister.ListKeys(ctx, func(page []digest.Key) error {
-		if !first { // the first call was paced before ListKeys
-			if err := v.wait(ctx); err != nil {
-				return err
-			}
-		}
-		first = false
-		rep.Listed += int64(len(page))
-		v.listed.Add(int64(len(page)))
-		for i, k := range page {
-			page[i] = v.keyCase(k)
-		}
-		states, err := v.cfg.Ledger.WeekStates(ctx, v.cfg.Week, page)
-		if err != nil {
-			return fmt.Errorf("%w: read the states of listed keys: %w", errLedger, err)
-		}
-		for _, k := range page {
-			st, ok := states[k]
-			switch {
-			case !ok:
-			case st == digest.StateSent:
-				counts.add(k)
-			case !seen[k]:
-				seen[k] = true
-				rep.Unrecorded = append(rep.Unrecorded, Unrecorded{Key: k, State: st})
-				v.mismatches.Add(1)
-			}
-		}
-		return nil
-	})
-	return counts, err
-}
-
-// listedCounts counts the listed messages of each sent key by its HMAC;
-// it is the Counter of CountByListing. A nil listedCounts counts nothing.
-type listedCounts map[[32]byte]int32
-
-func hmacOf(k digest.Key) (h [32]byte, ok bool) {
-	n, err := hex.Decode(h[:], []byte(k.Hex()))
-	return h, err == nil && n == len(h)
-}
-
-func (c listedCounts) add(k digest.Key) {
-	if h, ok := hmacOf(k); ok && c != nil {
-		c[h]++
-	}
-}
-
-// Count implements Counter.
-func (c listedCounts) Count(_ context.Context, k digest.Key) (int, error) {
-	h, ok := hmacOf(k)
-	if !ok {
-		return 0, fmt.Errorf("key %s has no HMAC", k)
-	}
-	return int(c[h]), nil
-}
-
-// keyCase gives k the key id of the week's sent keys that differs from its
-// own in case only: a Mailpit tag holds the key id in lower case.
-func (v *Verifier) keyCase(k digest.Key) digest.Key {
-	kid := k.KeyID()
-	if real := v.kids[strings.ToLower(kid)]; real != "" && real != kid {
-		return digest.Key(real + ":" + k.Hex())
-	}
-	return k
 }

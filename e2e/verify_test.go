@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
+
+	_ "modernc.org/sqlite" // the ledger file, read by database/sql
 )
 
 // verifyReport is the --json of "digest verify", as a script reads it.
@@ -244,7 +247,8 @@ func TestVerifyProviderDownAndUsage(t *testing.T) {
 }
 
 // The embedded default: a SQLite ledger and the file outbox. A clean week
-// agrees; an outbox file removed is named as not found.
+// agrees; an outbox file removed is named as not found; a file whose
+// receipt says failed is named as unrecorded.
 func TestVerifyOutbox(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -274,5 +278,22 @@ func TestVerifyOutbox(t *testing.T) {
 	r = e.Run("verify", "--week", "2026-W48")
 	if r.Code != 1 || !strings.Contains(r.Stdout, "not found: "+string(key)+"\n") {
 		t.Fatalf("outbox file removed: exit %d, want 1 naming %s\n%s%s", r.Code, key, r.Stdout, r.Stderr)
+	}
+
+	kid, hex, _ = strings.Cut(strings.TrimSuffix(filepath.Base(files[1]), ".eml"), "_")
+	failed := kid + ":" + hex
+	db, err := sql.Open("sqlite", filepath.Join(dir, "digest.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`UPDATE receipts SET state = 'failed', last_error = 'lost reply' WHERE key = ?`, failed); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("updated %d receipts, want 1", n)
+	}
+	r = e.Run("verify", "--week", "2026-W48")
+	if r.Code != 1 || !strings.Contains(r.Stdout, "unrecorded: "+failed+" (receipt failed)") {
+		t.Fatalf("outbox file of a failed receipt: exit %d, want 1 naming %s\n%s%s", r.Code, failed, r.Stdout, r.Stderr)
 	}
 }

@@ -33,6 +33,7 @@ COPY snapshot ./snapshot
 COPY templates ./templates
 COPY unsubscribe ./unsubscribe
 COPY weekstatus ./weekstatus
+COPY verify ./verify
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o bin/digest ./cmd/digest
 

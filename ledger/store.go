@@ -75,6 +75,14 @@ type Store interface {
 	LastRun(ctx context.Context, pin digest.SnapshotPin) (RunEnd, bool, error)
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
+	// WeekKeys returns the keys of week's receipts in state, in key order,
+	// after the key after ("" from the start), at most limit (default
+	// 1000): one page of a stream that reads a large week without holding
+	// it, or any receipt's other columns ("digest verify").
+	WeekKeys(ctx context.Context, week digest.ISOWeek, state digest.State, after digest.Key, limit int) ([]digest.Key, error)
+	// WeekStates returns the state of each of keys that is a receipt of
+	// week; keys of other weeks, or of none, are absent from the map.
+	WeekStates(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error)
 
 	// Close releases the database.
 	Close() error
@@ -341,4 +349,15 @@ type RepeatReport struct {
 	SameDay       int64 // 5 minutes <= gap < 24 hours
 	Later         int64 // 24 hours <= gap <= horizon
 	BeyondHorizon int64 // gap > horizon
+}
+
+// DefaultWeekPage is WeekKeys's page size when its limit is 0 or less.
+const DefaultWeekPage = 1000
+
+// WeekPageSize returns limit, or DefaultWeekPage when it is 0 or less.
+func WeekPageSize(limit int) int {
+	if limit <= 0 {
+		return DefaultWeekPage
+	}
+	return limit
 }

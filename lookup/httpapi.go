@@ -63,6 +63,11 @@ type apiClient struct {
 // are temporary; non-2xx replies go through classifyHTTP. Errors never
 // contain the request headers.
 func (a *apiClient) getJSON(ctx context.Context, url string, v any) error {
+	return a.getJSONUpTo(ctx, url, v, maxBody)
+}
+
+// getJSONUpTo is getJSON reading at most limit bytes of the reply.
+func (a *apiClient) getJSONUpTo(ctx context.Context, url string, v any, limit int64) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.op, err)
@@ -82,7 +87,7 @@ func (a *apiClient) getJSON(ctx context.Context, url string, v any) error {
 	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
 		return temporary(fmt.Errorf("%s: reply is %s, not JSON", a.op, ct))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(v); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(v); err != nil {
 		return temporary(fmt.Errorf("%s: decode reply: %w", a.op, err))
 	}
 	return nil

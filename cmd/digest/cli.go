@@ -75,6 +75,7 @@ func commands() []command {
 		{"run", "send (or dry-run) one week's digests: the CronJob's command", cmdRun},
 		{"migrate", "create or upgrade the ledger schema", cmdMigrate},
 		{"status", "is a week done? expected digests against settled receipts, the last run; exit 0, 3 or 4", cmdStatus},
+		{"verify", "ask the provider about every sent receipt of a week: each found once? the rollout gate", cmdVerify},
 		{"review", "list, show, release, mark sent or acknowledge held and quarantined receipts", cmdReview},
 		{"repin", "move a week pinned too early to its end plus DIGEST_SETTLE (recorded)", cmdRepin},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},

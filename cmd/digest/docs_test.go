@@ -214,8 +214,9 @@ func TestRunbookNamesAreReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What metrics.PushPrune pushes, in a registry of its own.
-	exported := map[string]bool{"digest_receipts_pruned_total": true, "digest_last_prune_timestamp_seconds": true}
+	// What metrics.PushPrune and metrics.PushVerify push, in a registry of its own.
+	exported := map[string]bool{"digest_receipts_pruned_total": true, "digest_last_prune_timestamp_seconds": true,
+		"digest_verify_timestamp_seconds": true, "digest_verify_checked": true, "digest_verify_mismatches": true}
 	// What metrics.PushWeekState pushes, under job digest_week.
 	for _, n := range append(metrics.WeekMetricNames, metrics.WeekJob) {
 		exported[n] = true
@@ -234,7 +235,7 @@ func TestRunbookNamesAreReal(t *testing.T) {
 	}
 	// Names of the same shape that are not metrics: the database roles of
 	// docs/security.md and the source relations.
-	for _, n := range []string{"digest_owner", "digest_job", "digest_customers", "digest_activity"} {
+	for _, n := range []string{"digest_owner", "digest_job", "digest_customers", "digest_activity", "digest_verify"} { // digest_verify: verify's Pushgateway job
 		exported[n] = true
 	}
 	for _, n := range names {

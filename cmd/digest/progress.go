@@ -11,6 +11,17 @@ import (
 // startProgress draws a one-line progress display on stderr when it is a
 // terminal, and returns the function that stops it.
 func startProgress(env *Env, r *run.Runner) func() {
+	return progressLine(env, func(el float64) string {
+		p := r.Progress()
+		return fmt.Sprintf("%d read · %d sent · %d duplicates · %d pending · %.0f/s",
+			p.Digests, p.Sent, p.Duplicates, p.Pending, float64(p.Sent)/max(el, 0.001))
+	})
+}
+
+// progressLine redraws line (given the seconds elapsed) on stderr four
+// times a second when it is a terminal, and returns the function that
+// stops it and clears the line.
+func progressLine(env *Env, line func(elapsed float64) string) func() {
 	if !isTerminal(env.Stderr) {
 		return func() {}
 	}
@@ -26,10 +37,7 @@ func startProgress(env *Env, r *run.Runner) func() {
 				fmt.Fprint(env.Stderr, "\r\033[K")
 				return
 			case <-t.C:
-				p := r.Progress()
-				el := env.now().Sub(start).Seconds()
-				fmt.Fprintf(env.Stderr, "\r\033[K%d read · %d sent · %d duplicates · %d pending · %.0f/s",
-					p.Digests, p.Sent, p.Duplicates, p.Pending, float64(p.Sent)/max(el, 0.001))
+				fmt.Fprint(env.Stderr, "\r\033[K"+line(env.now().Sub(start).Seconds()))
 			}
 		}
 	}()

@@ -77,7 +77,7 @@ var settingsTable = []setting{
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest, func(c *config) *string { return &c.Type }},
 	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest, func(c *config) *string { return &c.Version }},
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog, func(c *config) *string { return &c.LogLevel }},
-	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run and prune metrics to at the end, e.g. http://pushgateway:9091; unset: no push", gPush, func(c *config) *string { return &c.PushgatewayURL }},
+	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run, prune and verify metrics and the week's state (job digest_week) to at the end, e.g. http://pushgateway:9091; unset: no push", gPush, func(c *config) *string { return &c.PushgatewayURL }},
 	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe, func(c *config) *string { return &c.MetricsAddr }},
 }
 

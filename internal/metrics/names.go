@@ -8,7 +8,7 @@ import (
 )
 
 // Names returns the name of every series the job exports (a run's push or
-// "digest schedule", and "digest prune"'s push), histogram series with
+// "digest schedule", "digest prune"'s push and "digest verify"'s), histogram series with
 // their _bucket, _sum and _count suffixes, sorted. Alerts, dashboards and
 // the runbook are checked against it. The go_* and process_* metrics of
 // "digest schedule" are not in it.
@@ -16,8 +16,9 @@ func Names() []string {
 	r := New()
 	r.ObserveRun(Run{ExitCode: 0, Finished: time.Now()}) // exports the last success time
 	prune := pruneRegistry(0, time.Now())
+	verify := verifyRegistry(Verification{Finished: time.Now()})
 	var out []string
-	for _, g := range []prometheus.Gatherer{r.reg, prune} {
+	for _, g := range []prometheus.Gatherer{r.reg, prune, verify} {
 		mfs, err := g.Gather()
 		if err != nil {
 			panic(err) // the registries are this package's own: a bug

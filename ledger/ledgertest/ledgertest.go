@@ -84,6 +84,7 @@ var tests = []test{
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
+	{"WeekKeysAndStates", testWeekKeysAndStates},
 }
 
 // poolTests need Driver.Pool.

@@ -333,6 +333,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			q.Customers, carried = left.split(cfg.Now())
 		}
 		r.counters.pending.Store(int64(len(carried.due)))
+		r.counters.retryable.Store(int64(carried.retryables()))
 		err := p.run(ctx, q)
 		if err != nil && !errors.Is(err, ErrMailerUnreachable) {
 			return finish(err)

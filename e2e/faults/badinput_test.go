@@ -103,7 +103,7 @@ func TestBadInputConfiguration(t *testing.T) {
 	for _, row := range rows {
 		r := e.RunEnv(row.env, row.args...)
 		out := r.Stdout + r.Stderr
-		if r.Code != row.code || !strings.Contains(out, row.msg) {
+		if r.Code != row.code || !r.Says(row.msg) {
 			t.Errorf("%s: exit %d, want %d with %q\n%s", row.name, r.Code, row.code, row.msg, out)
 		}
 		if strings.Contains(out, "panic:") {
@@ -167,7 +167,7 @@ func TestBadInputSourceRows(t *testing.T) {
 			}
 			r := e.Run("run", "--week", week40s)
 			out := r.Stdout + r.Stderr
-			if r.Code != row.code || !strings.Contains(out, row.msg) {
+			if r.Code != row.code || !r.Says(row.msg) {
 				t.Fatalf("exit %d, want %d with %q\n%s", r.Code, row.code, row.msg, out)
 			}
 			if row.code == 0 {

@@ -159,7 +159,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleepCtx
+		c.Sleep = Sleep
 	}
 	if c.ObserveSample == 0 {
 		c.ObserveSample = 10
@@ -205,7 +205,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done (then it returns ctx's error): the
+// default Config.Sleep, and "digest schedule"'s wait between retries.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -9,12 +9,14 @@ import (
 
 // Names returns the name of every series the job exports (a run's push or
 // "digest schedule", and "digest prune"'s push), histogram series with
-// their _bucket, _sum and _count suffixes, sorted. Alerts, dashboards and
+// their _bucket, _sum and _count suffixes, sorted; "digest schedule"'s own
+// (digest_schedule_*) included. Alerts, dashboards and
 // the runbook are checked against it. The go_* and process_* metrics of
 // "digest schedule" are not in it.
 func Names() []string {
 	r := New()
 	r.ObserveRun(Run{ExitCode: 0, Finished: time.Now()}) // exports the last success time
+	r.WithSchedule()                                     // "digest schedule"'s own
 	prune := pruneRegistry(0, time.Now())
 	var out []string
 	for _, g := range []prometheus.Gatherer{r.reg, prune} {

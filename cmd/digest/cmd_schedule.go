@@ -196,7 +196,7 @@ func (s *scheduler) tick(ctx context.Context) {
 			s.log.Warn("scheduled run stopped; the schedule is stopping", "week", week.String(), "exit_code", code, "reason", reason)
 			return
 		}
-		wait := s.jitter(min(s.retryMin<<min(attempt-1, 30), s.retryMax))
+		wait := s.jitter(s.backoff(attempt))
 		at := s.now().Add(wait)
 		if !at.Before(nextTick) {
 			s.log.Error("scheduled run: giving up on the week, the next tick is due; backfill it: digest run --week "+week.String(),
@@ -222,6 +222,16 @@ func (s *scheduler) tick(ctx context.Context) {
 			week = again
 		}
 	}
+}
+
+// backoff is the wait before retry n (from 1): retryMin doubled n-1
+// times, at most retryMax.
+func (s *scheduler) backoff(n int) time.Duration {
+	d := s.retryMin
+	for i := 1; i < n && d < s.retryMax; i++ {
+		d *= 2
+	}
+	return min(d, s.retryMax)
 }
 
 // settled records a run that needs no retry: the week is no longer

@@ -240,6 +240,18 @@ func TestScheduleBacksOffAndGivesUpAtTheNextTick(t *testing.T) {
 	}
 }
 
+// The backoff doubles from --retry-min to --retry-max and stays there,
+// however many retries a week takes (an hourly retry for a week is 168).
+func TestScheduleBackoffIsBounded(t *testing.T) {
+	t.Parallel()
+	s := &scheduler{retryMin: 5 * time.Minute, retryMax: time.Hour}
+	for n, want := range map[int]time.Duration{1: 5 * time.Minute, 2: 10 * time.Minute, 4: 40 * time.Minute, 5: time.Hour, 40: time.Hour, 1000: time.Hour} {
+		if got := s.backoff(n); got != want {
+			t.Errorf("backoff(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
 // The jitter takes at most a fifth off a wait, never adds to it.
 func TestScheduleJitter(t *testing.T) {
 	t.Parallel()

@@ -34,7 +34,8 @@ doubling up to --retry-max, each wait with up to 20% random jitter, until
 the week completes or the next tick is due (the next tick then runs the
 week it is for). Meanwhile /healthz answers 503 naming the week, the exit
 code and the reason, digest_schedule_behind is 1, and each retry is
-logged (WARN; ERROR when the schedule gives up on the week). Exit 2
+logged (WARN after exit 3, ERROR after exit 1 and when the schedule gives
+up on the week). Exit 2
 (configuration) and 4 (rows need review) are not retried: a person has
 to act.
 
@@ -202,11 +203,16 @@ func (s *scheduler) tick(ctx context.Context) {
 			s.log.Error("scheduled run: giving up on the week, the next tick is due; backfill it: digest run --week "+week.String(),
 				"week", week.String(), "exit_code", code, "reason", reason, "retries", attempt-1, "next_tick", nextTick)
 			s.health.set(fmt.Sprintf("behind: %s is incomplete (exit %d: %s); retries stopped at the next tick", week, code, reason))
+			s.metrics.SetBehind(true)
 			return
 		}
 		s.health.set(fmt.Sprintf("behind: %s is incomplete (exit %d: %s); retry %d at %s", week, code, reason, attempt, at.UTC().Format(time.RFC3339)))
 		s.metrics.SetBehind(true)
-		s.log.Warn("scheduled run left the week incomplete; retrying it", "week", week.String(), "exit_code", code, "reason", reason,
+		lvl := slog.LevelWarn // 3: incomplete
+		if code == ExitFailure {
+			lvl = slog.LevelError
+		}
+		s.log.Log(ctx, lvl, "scheduled run left the week incomplete; retrying it", "week", week.String(), "exit_code", code, "reason", reason,
 			"retry", attempt, "retry_in", wait.Round(time.Second), "retry_at", at)
 		if err := s.sleep(ctx, wait); err != nil {
 			return

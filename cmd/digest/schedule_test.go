@@ -228,6 +228,9 @@ func TestScheduleBacksOffAndGivesUpAtTheNextTick(t *testing.T) {
 	if r := health.behind(); !strings.Contains(r, "2026-W48") || !strings.Contains(r, "exit 3") {
 		t.Errorf("health after giving up: %q; want behind, naming the week", r)
 	}
+	if !strings.Contains(logs.String(), `"level":"WARN","msg":"scheduled run left the week incomplete; retrying it","week":"2026-W48","exit_code":3`) {
+		t.Errorf("no WARN retry record with the week and exit code 3:\n%s", logs.String())
+	}
 	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"scheduled run: giving up on the week, the next tick is due; backfill it: digest run --week 2026-W48"`) {
 		t.Errorf("no ERROR record naming the backfill:\n%s", logs.String())
 	}

@@ -95,13 +95,25 @@ type SendError struct {
 	// by kind: KindConnect, "starttls", "RCPT TO 550", …; "" when the
 	// mailer does not say (the class alone is then the kind).
 	Kind string
-	Err  error
+	// Throttled, with ClassTemporary, says the provider refused for every
+	// message for now, not for one recipient: an SMTP 421 (service not
+	// available) or an HTTP 429 (too many requests). A 450/451/452 to one
+	// RCPT (greylisting, a full mailbox) is not throttling.
+	Throttled bool
+	Err       error
 }
 
 // KindConnect is the SendError.Kind of a send that failed before a session
 // with the server existed (refused, timed out, reset): the server may be
 // down. A run stops early when every send fails this way (see package run).
 const KindConnect = "connect"
+
+// ThrottledOf reports whether err is a *SendError that says the provider
+// throttles (SendError.Throttled).
+func ThrottledOf(err error) bool {
+	var se *SendError
+	return errors.As(err, &se) && se.Throttled
+}
 
 // KindOf returns the Kind a *SendError carries, or "".
 func KindOf(err error) string {

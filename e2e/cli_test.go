@@ -134,7 +134,7 @@ func TestReviewRefusesUnknownSubcommandsAndStates(t *testing.T) {
 		{[]string{"review", "lst", "k1:abc"}, `unknown subcommand "lst"`},
 		{[]string{"review", "list", "--state", "bogus"}, `--state "bogus"`},
 	} {
-		if r := runClean(t, nil, tc.args...); r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+		if r := runClean(t, nil, tc.args...); r.Code != 2 || !r.Says(tc.want) {
 			t.Errorf("digest %s: exit %d, %q; want exit 2 saying %s", strings.Join(tc.args, " "), r.Code, r.Stderr, tc.want)
 		}
 	}

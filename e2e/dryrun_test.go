@@ -31,7 +31,7 @@ func TestDryRunValidatesEverySetting(t *testing.T) {
 		{"lookup URL malformed", []string{"DIGEST_LOOKUP_URL=ftp://x"}, nil, "DIGEST_LOOKUP_URL"},
 	} {
 		r := e.RunEnv(c.env, append(append([]string(nil), args...), c.flags...)...)
-		if r.Code != 2 || !strings.Contains(r.Stderr, c.msg) {
+		if r.Code != 2 || !r.Says(c.msg) {
 			t.Errorf("%s: exit %d, want 2 with %q\n%s", c.name, r.Code, c.msg, r.Stderr)
 		}
 	}

@@ -97,7 +97,7 @@ func TestPreviewRendersWithoutPinning(t *testing.T) {
 		t.Fatalf("preview left %d pins, %d receipts, %d messages; want none", pins, receipts, e.MailpitCount())
 	}
 
-	if r := e.Run("preview", "--customer", "cust_9999999", "--week", "2026-W40"); r.Code != 2 || !strings.Contains(r.Stderr, `customer "cust_9999999" is not in the source`) {
+	if r := e.Run("preview", "--customer", "cust_9999999", "--week", "2026-W40"); r.Code != 2 || !r.Says(`customer "cust_9999999" is not in the source`) {
 		t.Fatalf("unknown customer: exit %d, want 2 naming it\n%s", r.Code, r.Stderr)
 	}
 

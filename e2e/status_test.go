@@ -166,7 +166,7 @@ func TestStatusBadInput(t *testing.T) {
 		{"week not run yet", nil, status, 3, "not run yet"},
 	} {
 		r := e.RunEnv(row.env, row.args...)
-		if r.Code != row.code || !strings.Contains(r.Stdout+r.Stderr, row.msg) {
+		if r.Code != row.code || !r.Says(row.msg) {
 			t.Errorf("%s: exit %d, want %d with %q\n%s%s", row.name, r.Code, row.code, row.msg, r.Stdout, r.Stderr)
 		}
 	}

@@ -48,7 +48,7 @@ func classifyHTTP(op string, resp *http.Response, now time.Time) error {
 	case code == http.StatusRequestTimeout || code >= 500:
 		class = digest.ClassTemporary
 	}
-	return &digest.SendError{Class: class, RetryAt: he.RetryAt, Err: he}
+	return &digest.SendError{Class: class, RetryAt: he.RetryAt, Throttled: resp.StatusCode == http.StatusTooManyRequests, Err: he}
 }
 
 // apiClient is the plumbing the provider look-ups share.

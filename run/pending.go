@@ -21,9 +21,18 @@ type pendingCustomers struct {
 	mu       sync.Mutex
 	due      map[string]time.Time
 	overflow bool
+	// retryable marks the customers of due whose receipt was left
+	// retryable (a temporary failure, or not due yet), rather than busy
+	// under another run's lease: Summary.Retryable counts them.
+	retryable map[string]bool
 }
 
-func (s *pendingCustomers) add(id string, at time.Time) {
+func (s *pendingCustomers) add(id string, at time.Time) { s.put(id, at, false) }
+
+// addRetryable adds a customer whose receipt was left retryable.
+func (s *pendingCustomers) addRetryable(id string, at time.Time) { s.put(id, at, true) }
+
+func (s *pendingCustomers) put(id string, at time.Time, retryable bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.overflow {
@@ -35,9 +44,22 @@ func (s *pendingCustomers) add(id string, at time.Time) {
 	if old, ok := s.due[id]; !ok || at.Before(old) {
 		s.due[id] = at
 	}
-	if len(s.due) > MaxPendingCustomers {
-		s.overflow, s.due = true, nil
+	if retryable {
+		if s.retryable == nil {
+			s.retryable = map[string]bool{}
+		}
+		s.retryable[id] = true
 	}
+	if len(s.due) > MaxPendingCustomers {
+		s.overflow, s.due, s.retryable = true, nil, nil
+	}
+}
+
+// retryables returns how many of the customers were left retryable.
+func (s *pendingCustomers) retryables() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.retryable)
 }
 
 // merge adds what another set holds (customers left over, not read by
@@ -45,12 +67,12 @@ func (s *pendingCustomers) add(id string, at time.Time) {
 func (s *pendingCustomers) merge(o *pendingCustomers) {
 	if o.overflow {
 		s.mu.Lock()
-		s.overflow, s.due = true, nil
+		s.overflow, s.due, s.retryable = true, nil, nil
 		s.mu.Unlock()
 		return
 	}
 	for id, at := range o.due {
-		s.add(id, at)
+		s.put(id, at, o.retryable[id])
 	}
 }
 
@@ -91,7 +113,7 @@ func (s *pendingCustomers) split(now time.Time) (due []string, rest *pendingCust
 	rest = &pendingCustomers{}
 	for id, at := range s.due {
 		if at.After(now) {
-			rest.add(id, at)
+			rest.put(id, at, s.retryable[id])
 		} else {
 			due = append(due, id)
 		}

@@ -168,7 +168,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleepCtx
+		c.Sleep = Sleep
 	}
 	if c.Settle == 0 {
 		c.Settle = DefaultSettle
@@ -219,7 +219,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done (then it returns ctx's error): the
+// default Config.Sleep, and "digest schedule"'s wait between retries.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -350,6 +352,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			q.Customers, carried = left.split(cfg.Now())
 		}
 		r.counters.pending.Store(int64(len(carried.due)))
+		r.counters.retryable.Store(int64(carried.retryables()))
 		err := p.run(ctx, q)
 		if err != nil && !errors.Is(err, ErrMailerUnreachable) {
 			return finish(err)

@@ -204,6 +204,27 @@ func TestRunSendsOnceThenCountsDuplicates(t *testing.T) {
 	}
 }
 
+// Summary.Retryable is the rows left retryable at the end, not the
+// temporary failures met on the way (Retries): a run that ends with every
+// row retryable says so, one that retried them to the end leaves none.
+func TestSummaryRetryableIsRowsLeft(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 30)
+	p := newProvider()
+	p.script = func(digest.Key, int) (bool, error) {
+		return false, &digest.SendError{Class: digest.ClassTemporary, Err: errors.New("451 try later")}
+	}
+	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = time.Time{} }))
+	if sum.Retryable != f.want || sum.Retries != f.want || sum.Pending != f.want {
+		t.Fatalf("summary %+v: want %d rows left retryable after %d temporary failures", sum, f.want, f.want)
+	}
+	// The next run finds them not due yet: still retryable, no new failure.
+	sum = f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = time.Time{} }))
+	if sum.Retryable != f.want || sum.Retries != 0 {
+		t.Fatalf("second run %+v: want %d rows still retryable (not due), 0 retries", sum, f.want)
+	}
+}
+
 func TestRunRetriesTemporaryFailuresWithinDeadline(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 30)
@@ -216,7 +237,7 @@ func TestRunRetriesTemporaryFailuresWithinDeadline(t *testing.T) {
 		return true, nil
 	}
 	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(3 * time.Hour) }))
-	if sum.Retryable != f.want || sum.Sent != f.want || sum.Pending != 0 || sum.Passes != 2 {
+	if sum.Retries != f.want || sum.Retryable != 0 || sum.Sent != f.want || sum.Pending != 0 || sum.Passes != 2 {
 		t.Fatalf("summary %+v: want %d retryable then sent in a second pass", sum, f.want)
 	}
 	if !f.clock.Now().Before(retryAt.Add(time.Minute)) || f.clock.Now().Before(retryAt) {

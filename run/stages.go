@@ -216,8 +216,9 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		p.left.add(it.digest.Customer.ID, recheck)
 	case digest.OutcomeNotDue:
 		c.pending.Add(1)
+		c.retryable.Add(1)
 		p.nextDue.offer(res.NextAttempt)
-		p.left.add(it.digest.Customer.ID, res.NextAttempt)
+		p.left.addRetryable(it.digest.Customer.ID, res.NextAttempt)
 	case digest.OutcomeQuarantined:
 		if first {
 			c.quarantined.Add(1)
@@ -363,6 +364,9 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		switch {
 		case err != nil:
 			r.counters.lookupErr.Add(1)
+			if digest.ThrottledOf(err) {
+				r.counters.throttled.Add(1)
+			}
 			it.finish = p.finishFor(it, digest.StateRetryable, "look-up failed: "+err.Error())
 			it.finish.MaybeSent = true
 			it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
@@ -440,6 +444,9 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		p.halt(fmt.Errorf("%w: %w", ErrMailerUnusable, err))
 	case digest.ClassTemporary:
 		p.noteFailure(it, err)
+		if digest.ThrottledOf(err) {
+			r.counters.throttled.Add(1)
+		}
 		// The reason goes to the ledger: without the address a reply repeats.
 		it.finish = p.finishFor(it, digest.StateRetryable, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
@@ -531,11 +538,12 @@ func (p *pass) count(it *item) {
 		}
 	case digest.StateRetryable:
 		if !it.released {
-			c.retryable.Add(1)
+			c.retries.Add(1)
 		}
 		c.pending.Add(1)
+		c.retryable.Add(1)
 		p.nextDue.offer(it.finish.NextAttempt)
-		p.left.add(it.digest.Customer.ID, it.finish.NextAttempt)
+		p.left.addRetryable(it.digest.Customer.ID, it.finish.NextAttempt)
 	case digest.StateFailed:
 		c.failed.Add(1)
 	case digest.StateHeld:

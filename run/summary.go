@@ -44,13 +44,23 @@ type Summary struct {
 	Duplicates  int // already sent before this run: nothing sent
 	Quarantined int // fingerprint differs from the stored one: nothing sent
 	Held        int // waiting for an operator
-	Retryable   int // temporary failures recorded (a key retried twice counts twice)
-	Failed      int // permanent failures
-	Skipped     int // no activity (with the skip policy) or a bad record (lenient mode)
-	Suppressed  int // unsubscribed customers: not sent, nothing claimed
-	Invalid     int // records that could not be built, in strict mode: the run fails
-	Pending     int // retryable, not due or busy at the end of the run
-	LostClaims  int // claims taken over by another run before this one finished them
+	// Retryable counts the rows the run left retryable at its end (a
+	// temporary failure, a maybe-sent digest waiting for its look-up, or
+	// a retryable receipt not due yet), a part of Pending: what a later
+	// run has to finish. An exit-0 run leaves none.
+	Retryable int
+	Retries   int // temporary failures recorded, events (a key that failed twice counts twice)
+	// Throttled counts the sends and look-ups the provider refused for
+	// everyone (SMTP 421, HTTP 429: digest.SendError.Throttled), a part
+	// of the temporary failures: slow down. Per-recipient 4xx replies
+	// (greylisting) are not in it.
+	Throttled  int
+	Failed     int // permanent failures
+	Skipped    int // no activity (with the skip policy) or a bad record (lenient mode)
+	Suppressed int // unsubscribed customers: not sent, nothing claimed
+	Invalid    int // records that could not be built, in strict mode: the run fails
+	Pending    int // retryable, not due or busy at the end of the run
+	LostClaims int // claims taken over by another run before this one finished them
 	// LostAfterSend counts the LostClaims this run had sent, or may have
 	// sent (an ambiguous send), before the takeover: the other run looks
 	// each one up. The rest of LostClaims were not sent by this run.
@@ -105,7 +115,7 @@ func (s *Summary) RepeatAges() [numAgeBuckets]int {
 func (s Summary) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.Int("sent", s.Sent), slog.Int("duplicates", s.Duplicates), slog.Int("reconciled", s.Reconciled),
-		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable),
+		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable), slog.Int("retries", s.Retries), slog.Int("throttled", s.Throttled),
 		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("suppressed", s.Suppressed), slog.Int("invalid", s.Invalid),
 		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("lost_after_send", s.LostAfterSend),
 		slog.Int("renewals", s.Renewals), slog.Int("digests", s.Digests),
@@ -151,6 +161,7 @@ const numOutcomes = int(digest.OutcomeFailed) + 1
 // counters are the live, concurrently updated form of a Summary.
 type counters struct {
 	sent, reconciled, duplicates, quarantined, held, retryable, failed atomic.Int64
+	retries, throttled                                                 atomic.Int64 // temporary failures recorded (events), of them provider-wide
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	sampled                                                            atomic.Int64 // observe mode: would-be recipients logged
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
@@ -162,7 +173,7 @@ type counters struct {
 func (c *counters) snapshot() Summary {
 	s := Summary{
 		Sent: int(c.sent.Load()), Reconciled: int(c.reconciled.Load()), Duplicates: int(c.duplicates.Load()),
-		Quarantined: int(c.quarantined.Load()), Held: int(c.held.Load()), Retryable: int(c.retryable.Load()),
+		Quarantined: int(c.quarantined.Load()), Held: int(c.held.Load()), Retryable: int(c.retryable.Load()), Retries: int(c.retries.Load()), Throttled: int(c.throttled.Load()),
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),

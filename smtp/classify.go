@@ -54,7 +54,10 @@ func classifySMTP(stage gomail.SendErrReason, err error) error {
 	if code == 0 {
 		kind = stage.String() + ": no reply"
 	}
-	return &digest.SendError{Class: class, Kind: kind, Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
+	// 421 closes the session whatever the command: the server refuses
+	// everyone for now (rate limit, overload), unlike a 4xx to one RCPT.
+	return &digest.SendError{Class: class, Kind: kind, Throttled: code == 421,
+		Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
 }
 
 // reusable reports whether a failure on a pooled connection left nothing

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -156,28 +157,66 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	return ExitUsage
 }
 
+// exitCode maps a command's error to its exit code and reports why: one
+// log record, ERROR for 1 and 2, WARN for 3 and 4, with exit_code and
+// reason, so that a CronJob's JSON log says why a run failed in the same
+// stream as everything else. On a terminal the reason is one readable
+// line instead.
 func exitCode(env *Env, name string, err error) int {
 	var ue *usageError
 	var ee *exitError
+	code, reason := ExitOK, ""
 	switch {
-	case err == nil:
-		return ExitOK
-	case errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitOK
 	case errors.As(err, &ue):
 		// One line: a CronJob's log or a terminal shows the mistake, not
 		// the whole help (that is on --help).
-		fmt.Fprintf(env.Stderr, "digest %s: %s (see \"digest %s --help\")\n", name, ue.msg, name)
-		return ExitUsage
+		code, reason = ExitUsage, fmt.Sprintf("%s (see \"digest %s --help\")", ue.msg, name)
 	case errors.As(err, &ee):
+		code = ee.code
 		if ee.err != nil {
-			fmt.Fprintf(env.Stderr, "digest %s: %v\n", name, ee.err)
+			reason = ee.err.Error()
 		}
-		return ee.code
 	default:
-		fmt.Fprintf(env.Stderr, "digest %s: %v\n", name, err)
-		return ExitFailure
+		code, reason = ExitFailure, err.Error()
 	}
+	reportExit(env, name, code, reason)
+	return code
+}
+
+// exitMeaning names each non-zero exit code in the failure record.
+var exitMeaning = map[int]string{
+	ExitFailure: "failed", ExitUsage: "usage or configuration error",
+	ExitIncomplete: "incomplete", ExitReview: "rows need review",
+}
+
+// reportExit writes why a command exits non-zero: on a terminal the
+// human line "digest NAME: REASON"; otherwise one JSON record at the
+// level DIGEST_LOG_LEVEL lets through (ERROR for 1 and 2, WARN for 3 and
+// 4), {"msg":"digest NAME exited CODE: MEANING","command":…,"exit_code":…,
+// "reason":…}.
+func reportExit(env *Env, name string, code int, reason string) {
+	if isTerminal(env.Stderr) {
+		if reason != "" {
+			fmt.Fprintf(env.Stderr, "digest %s: %s\n", name, reason)
+		}
+		return
+	}
+	if reason == "" {
+		reason = exitMeaning[code]
+	}
+	level := slog.LevelError
+	if code == ExitIncomplete || code == ExitReview {
+		level = slog.LevelWarn
+	}
+	var st settings
+	if env.Getenv != nil {
+		st.LogLevel = env.Getenv("DIGEST_LOG_LEVEL")
+	}
+	log := newLogger(env, &st)
+	log.Log(context.Background(), level, fmt.Sprintf("digest %s exited %d: %s", name, code, exitMeaning[code]),
+		"command", name, "exit_code", code, "reason", reason)
 }
 
 // newFlagSet returns a flag set whose --help prints help (the command's own

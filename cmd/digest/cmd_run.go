@@ -109,6 +109,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	noteScheduledWeek(ctx, cfg.Spec.Week)
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
 	if cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {

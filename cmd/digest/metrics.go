@@ -87,25 +87,33 @@ func codeOf(err error) int {
 	return ExitFailure
 }
 
-// metricsMux serves the registry on /metrics and liveness on /healthz.
-func metricsMux(reg *metrics.Registry) *http.ServeMux {
+// metricsMux serves the registry on /metrics and health on /healthz: 200
+// "ok", or 503 with the reason while health says a week is behind (nil
+// health: always ok).
+func metricsMux(reg *metrics.Registry, health *scheduleHealth) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", reg.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if reason := health.behind(); reason != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, reason)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
 }
 
-// serveMetrics listens on addr (DIGEST_METRICS_ADDR) and serves reg until
-// ctx is done; the returned stop shuts the server down and waits for it.
-func serveMetrics(ctx context.Context, addr string, reg *metrics.Registry, log *slog.Logger) (net.Addr, func(), error) {
+// serveMetrics listens on addr (DIGEST_METRICS_ADDR) and serves reg and
+// health until ctx is done; the returned stop shuts the server down and
+// waits for it.
+func serveMetrics(ctx context.Context, addr string, reg *metrics.Registry, health *scheduleHealth, log *slog.Logger) (net.Addr, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, usagef("DIGEST_METRICS_ADDR=%q: %v", addr, err)
 	}
-	srv := &http.Server{Handler: metricsMux(reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: metricsMux(reg, health), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -124,17 +132,20 @@ func serveMetrics(ctx context.Context, addr string, reg *metrics.Registry, log *
 }
 
 // newScheduleRegistry is the registry "digest schedule" serves: its runs'
-// metrics (each run's counts replace the last's, as a push does) and the Go
-// runtime's and the process's, which a long-lived process should show.
+// metrics (each run's counts replace the last's, as a push does), its own
+// (digest_schedule_*), and the Go runtime's and the process's, which a
+// long-lived process should show.
 func newScheduleRegistry() *metrics.Registry { return metrics.New().WithRuntime() }
 
-// startScheduleMetrics serves a new registry on DIGEST_METRICS_ADDR and
-// returns a context that makes the runs started with it record there.
-func startScheduleMetrics(ctx context.Context, st *settings, log *slog.Logger) (context.Context, func(), error) {
+// startScheduleMetrics serves a new registry and health on
+// DIGEST_METRICS_ADDR and returns a context that makes the runs started
+// with it record there, and the schedule's own metrics.
+func startScheduleMetrics(ctx context.Context, st *settings, health *scheduleHealth, log *slog.Logger) (context.Context, *metrics.Schedule, func(), error) {
 	reg := newScheduleRegistry()
-	_, stop, err := serveMetrics(ctx, st.MetricsAddr, reg, log)
+	sm := reg.WithSchedule()
+	_, stop, err := serveMetrics(ctx, st.MetricsAddr, reg, health, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return withScheduleMetrics(ctx, reg), stop, nil
+	return withScheduleMetrics(ctx, reg), sm, stop, nil
 }

@@ -324,7 +324,7 @@ func TestScheduleServesMetricsAndHealth(t *testing.T) {
 	reg := newScheduleRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, stop, err := serveMetrics(ctx, "127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
+	addr, stop, err := serveMetrics(ctx, "127.0.0.1:0", reg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,12 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	if sum.Sent != 0 || sum.Pending != keys || sum.Complete() {
 		t.Fatalf("storm run: %+v; want nothing sent and all %d pending", sum, keys)
 	}
+	// Every 429 is provider-wide throttling (DigestProviderThrottling);
+	// every key is left retryable for the next run.
+	if sum.Throttled != sum.LookupErrors || sum.Throttled == 0 || sum.Retryable != keys {
+		t.Fatalf("storm run: throttled %d, look-up errors %d, retryable %d; want every 429 counted as throttling and all %d keys left retryable",
+			sum.Throttled, sum.LookupErrors, sum.Retryable, keys)
+	}
 
 	st.mu.Lock()
 	minGap, perKey := time.Hour, 0

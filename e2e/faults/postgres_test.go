@@ -115,9 +115,8 @@ func checkFaultedRun(t *testing.T, r e2etest.Result) {
 	case strings.Contains(r.Stderr, "goroutine ") || strings.Contains(r.Stderr, "panic:"):
 		t.Fatalf("the run crashed:\n%s", r.Stderr)
 	case r.Code == 0 || r.Code == 3:
-	case r.Code == 1 && strings.Contains(r.Stderr, "digest run: "):
-		i := strings.LastIndex(r.Stderr, "digest run: ")
-		t.Logf("faulted run stopped: %s", strings.TrimSpace(r.Stderr[i:]))
+	case r.Code == 1 && r.Says("digest run: "):
+		t.Logf("faulted run stopped: %+v", r.Failures())
 	default:
 		t.Fatalf("faulted run: exit %d, want 0, 1 with a clear error, or 3\n%s", r.Code, r.Stderr)
 	}

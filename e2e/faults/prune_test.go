@@ -35,7 +35,7 @@ func wantExit(t *testing.T, what string, r e2etest.Result, code int, msgs ...str
 		t.Fatalf("%s: exit %d, want %d\n%s", what, r.Code, code, out)
 	}
 	for _, m := range msgs {
-		if !strings.Contains(out, m) {
+		if !r.Says(m) {
 			t.Fatalf("%s: output lacks %q\n%s", what, m, out)
 		}
 	}

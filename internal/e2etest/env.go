@@ -145,6 +145,45 @@ func (r Result) summary() map[string]any {
 	return nil
 }
 
+// Failure is the record a command that exits non-zero logs (JSON, when
+// stderr is not a terminal): its exit code and why.
+type Failure struct {
+	Level    string `json:"level"`
+	Msg      string `json:"msg"`
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason"`
+}
+
+// Failures returns the failure records of stderr's JSON lines, in order.
+func (r Result) Failures() []Failure {
+	var out []Failure
+	sc := bufio.NewScanner(strings.NewReader(r.Stderr))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var f Failure
+		if json.Unmarshal(sc.Bytes(), &f) == nil && f.Reason != "" && f.Command != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Says reports whether the command's output says s: stdout or stderr as
+// written, or the reason of a failure record, read as the line a
+// terminal shows ("digest COMMAND: REASON"), unescaped.
+func (r Result) Says(s string) bool {
+	if strings.Contains(r.Stdout+r.Stderr, s) {
+		return true
+	}
+	for _, f := range r.Failures() {
+		if strings.Contains("digest "+f.Command+": "+f.Reason, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // Count returns one counter of the run's summary.
 func (r Result) Count(t testing.TB, name string) int {
 	t.Helper()

@@ -68,6 +68,7 @@ type Registry struct {
 	lookups      *lastRun
 	duplicateAge *lastRun
 	retries      *lastRun
+	throttled    *lastRun
 	claimLatency *histogram
 
 	receipts        *prometheus.GaugeVec
@@ -91,14 +92,16 @@ func New() *Registry {
 	}
 	r := &Registry{
 		reg: prometheus.NewRegistry(),
-		digests: newLastRun("digests_total", "Digests of the last run by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (temporary failure), failed, skipped, invalid, suppressed (unsubscribed).",
+		digests: newLastRun("digests_total", "Digests of the last run by outcome: sent, duplicate (sent before, not sent again), reconciled (found at the provider), quarantined, held, retryable (rows left retryable at the end of the run, to finish later), failed, skipped, invalid, suppressed (unsubscribed).",
 			"outcome", Outcomes),
 		ledgerCalls: newLastRun("ledger_calls_total", "Ledger round trips of the last run (claims, finishes, look-ups of receipts).", "", nil),
 		lookups: newLastRun("lookups_total", "Provider look-ups of maybe-sent digests in the last run by result: found (reconciled), not_found (sent), error (left retryable).",
 			"result", LookupResults),
 		duplicateAge: newLastRun("duplicate_hits_total", "Digests of the last run already sent, by time since the send: under_5m, same_day, later, beyond_horizon.",
 			"age", run.AgeBucketNames[:]),
-		retries:      newLastRun("temporary_retries_total", "Temporary send failures (4xx, 429, network) of the last run recorded as retryable; a digest retried twice counts twice.", "", nil),
+		retries: newLastRun("temporary_retries_total", "Temporary send failures (4xx, 429, network) of the last run recorded as retryable; a digest retried twice counts twice.", "", nil),
+		throttled: newLastRun("throttled_total", "Sends and look-ups of the last run the provider refused for everyone (SMTP 421, HTTP 429): provider-wide throttling. Per-recipient 4xx replies (greylisting) are not counted.",
+			"", nil),
 		claimLatency: newHistogram(prometheus.BuildFQName(Namespace, "", "claim_latency_seconds"), "Latency of the ledger claim round trip in the last run, one sample per digest of the batch.", ClaimLatencyBounds),
 		receipts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "receipts",
 			Help: "Receipts of the run's week by state at the end of the run; held and quarantined wait for an operator."}, []string{"state"}),
@@ -111,7 +114,7 @@ func New() *Registry {
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "last_success_timestamp_seconds",
 			Help: "Unix time the last run that exited 0 ended."}, nil),
 	}
-	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.claimLatency,
+	r.reg.MustRegister(r.digests, r.ledgerCalls, r.lookups, r.duplicateAge, r.retries, r.throttled, r.claimLatency,
 		r.receipts, r.oldestRetryable, r.oldestClaimed, r.pending, r.duration, r.exitCode, r.lastRun, r.lastSuccess)
 	for _, s := range receiptStates {
 		r.receipts.WithLabelValues(string(s))
@@ -145,7 +148,8 @@ func (r *Registry) ObserveRun(last Run) {
 	r.lookups.set(s.LookupsFound, s.LookupsNotFound, s.LookupErrors)
 	r.duplicateAge.set(s.DuplicateAges[:]...)
 	r.ledgerCalls.set(s.LedgerCalls)
-	r.retries.set(s.Retryable)
+	r.retries.set(s.Retries)
+	r.throttled.set(s.Throttled)
 	lat := last.Latency
 	if lat == nil {
 		lat = &run.LatencyHistogram{}

@@ -41,7 +41,9 @@ func TestObserveRunKeepsTheLastRunsCountsAndSetsGauges(t *testing.T) {
 	big := run.Summary{Sent: 500, Duplicates: 200, Retryable: 100, LookupsFound: 100, LedgerCalls: 700, Failed: 3}
 	counts := &ledger.Counts{ByState: map[digest.State]int64{digest.StateHeld: 3}, OldestRetryable: time.Minute}
 	r.ObserveRun(Run{Summary: big, Latency: &first, Counts: counts, ExitCode: 3, Finished: end})
-	sum := run.Summary{Sent: 5, Duplicates: 2, Retryable: 1, LookupsFound: 1, LedgerCalls: 7, Duration: 2 * time.Second}
+	// Two temporary failures on the way (one of them a 421), one row left
+	// retryable at the end.
+	sum := run.Summary{Sent: 5, Duplicates: 2, Retryable: 1, Retries: 2, Throttled: 1, LookupsFound: 1, LedgerCalls: 7, Duration: 2 * time.Second}
 	sum.DuplicateAges[run.AgeSameDay] = 2
 	r.ObserveRun(Run{Summary: sum, Latency: &lat, ExitCode: 0, Finished: end.Add(time.Hour)})
 
@@ -71,7 +73,9 @@ func TestObserveRunKeepsTheLastRunsCountsAndSetsGauges(t *testing.T) {
 		{"digest_lookups_total", "result", "found", 1},
 		{"digest_duplicate_hits_total", "age", "same_day", 2},
 		{"digest_ledger_calls_total", "", "", 7},
-		{"digest_temporary_retries_total", "", "", 1},
+		{"digest_digests_total", "outcome", "retryable", 1},
+		{"digest_temporary_retries_total", "", "", 2},
+		{"digest_throttled_total", "", "", 1},
 		{"digest_receipts", "state", "held", 3},
 		{"digest_oldest_retryable_timestamp_seconds", "", "", float64(end.Add(-time.Minute).Unix())},
 		{"digest_oldest_claimed_timestamp_seconds", "", "", 0},

@@ -8,13 +8,15 @@ import (
 )
 
 // Names returns the name of every series the job exports (a run's push or
-// "digest schedule", "digest prune"'s push and "digest verify"'s), histogram series with
-// their _bucket, _sum and _count suffixes, sorted. Alerts, dashboards and
+// "digest schedule", "digest prune"'s push and "digest verify"'s), histogram
+// series with their _bucket, _sum and _count suffixes, sorted; "digest
+// schedule"'s own (digest_schedule_*) included. Alerts, dashboards and
 // the runbook are checked against it. The go_* and process_* metrics of
 // "digest schedule" are not in it.
 func Names() []string {
 	r := New()
 	r.ObserveRun(Run{ExitCode: 0, Finished: time.Now()}) // exports the last success time
+	r.WithSchedule()                                     // "digest schedule"'s own
 	prune := pruneRegistry(0, time.Now())
 	verify := verifyRegistry(Verification{Finished: time.Now()})
 	var out []string

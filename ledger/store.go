@@ -57,6 +57,9 @@ type Store interface {
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 
+	// Suppressions: the suppression list, for operators and the endpoint.
+	Suppressions
+
 	// Close releases the database.
 	Close() error
 }

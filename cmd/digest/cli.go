@@ -76,6 +76,7 @@ func commands() []command {
 		{"migrate", "create or upgrade the ledger schema", cmdMigrate},
 		{"status", "is a week done? expected digests against settled receipts, the last run; exit 0, 3 or 4", cmdStatus},
 		{"review", "list, show, release or mark sent held and quarantined receipts", cmdReview},
+		{"suppression", "list, add or remove suppressed customers and addresses (no digest for them)", cmdSuppression},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},
 		{"schedule", "run weekly on a cron schedule (instead of a CronJob)", cmdSchedule},
 		{"preview", "render one customer's digest of a week; sends nothing", cmdPreview},

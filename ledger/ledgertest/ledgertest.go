@@ -75,6 +75,10 @@ var tests = []test{
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
+	{"SuppressIsIdempotentAndRecorded", testSuppressIsIdempotentAndRecorded},
+	{"SuppressionFoundAfterRotation", testSuppressionFoundAfterRotation},
+	{"SuppressConcurrently", testSuppressConcurrently},
+	{"SuppressionRequestsValidated", testSuppressionRequestsValidated},
 }
 
 // poolTests need Driver.Pool.

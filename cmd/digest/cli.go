@@ -79,6 +79,7 @@ func commands() []command {
 		{"suppression", "list, add or remove suppressed customers and addresses (no digest for them)", cmdSuppression},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},
 		{"schedule", "run weekly on a cron schedule (instead of a CronJob)", cmdSchedule},
+		{"serve", "the HTTP service: one-click unsubscribe (RFC 8058), health, readiness, metrics", cmdServe},
 		{"preview", "render one customer's digest of a week; sends nothing", cmdPreview},
 		{"send-test", "send a sample of a week's digests to an internal address, marked as tests", cmdSendTest},
 		{"seed", "fill demo source tables, or write a demo snapshot file", cmdSeed},

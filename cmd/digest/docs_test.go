@@ -214,8 +214,12 @@ func TestRunbookNamesAreReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What metrics.PushPrune pushes, in a registry of its own.
+	// What metrics.PushPrune pushes, in a registry of its own, and what
+	// "digest serve" serves.
 	exported := map[string]bool{"digest_receipts_pruned_total": true, "digest_last_prune_timestamp_seconds": true}
+	for _, n := range metrics.Names() {
+		exported[n] = true
+	}
 	for _, mf := range mfs {
 		exported[mf.GetName()] = true
 		if mf.GetType().String() == "HISTOGRAM" {

@@ -2,22 +2,24 @@ package metrics
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Names returns the name of every series the job exports (a run's push or
 // "digest schedule", and "digest prune"'s push), histogram series with
 // their _bucket, _sum and _count suffixes, sorted. Alerts, dashboards and
 // the runbook are checked against it. The go_* and process_* metrics of
-// "digest schedule" are not in it.
+// "digest schedule" and "digest serve" are not in it.
 func Names() []string {
 	r := New()
 	r.ObserveRun(Run{ExitCode: 0, Finished: time.Now()}) // exports the last success time
 	prune := pruneRegistry(0, time.Now())
 	var out []string
-	for _, g := range []prometheus.Gatherer{r.reg, prune} {
+	for _, g := range []prometheus.Gatherer{r.reg, prune, serveOnly()} {
 		mfs, err := g.Gather()
 		if err != nil {
 			panic(err) // the registries are this package's own: a bug
@@ -31,4 +33,19 @@ func Names() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// serveOnly is "digest serve"'s registry without the runtime's metrics.
+func serveOnly() prometheus.Gatherer {
+	s := NewServe()
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := s.reg.Gather()
+		out := mfs[:0]
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), Namespace+"_") {
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
 }

@@ -28,7 +28,7 @@ const (
 
 // world is a service on a fresh PostgreSQL schema, over loopback.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	store  ledger.Store
 	keys   *digest.Keyring
 	tokens *unsubscribe.Keyring
@@ -36,7 +36,9 @@ type world struct {
 	reg    *metrics.Serve
 }
 
-func newWorld(t *testing.T, mod func(*listen.Config)) *world {
+func newWorld(t *testing.T, mod func(*listen.Config)) *world { return newWorldTB(t, mod) }
+
+func newWorldTB(t testing.TB, mod func(*listen.Config)) *world {
 	t.Helper()
 	ctx := context.Background()
 	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t)})

@@ -144,4 +144,3 @@ func TestServeDeployment(t *testing.T) {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
-

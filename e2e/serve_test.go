@@ -90,8 +90,8 @@ func (s *serving) local(t *testing.T, uri string) string {
 	return s.base + path
 }
 
-// stop sends SIGTERM and returns the exit error and the log lines.
-func (s *serving) stop(t *testing.T) (error, []string) {
+// stop sends SIGTERM and returns the log lines and the exit error.
+func (s *serving) stop(t *testing.T) ([]string, error) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func (s *serving) stop(t *testing.T) (error, []string) {
 		case l := <-s.logs:
 			lines = append(lines, l)
 		default:
-			return err, lines
+			return lines, err
 		}
 	}
 }
@@ -203,7 +203,7 @@ func TestOneClickThroughServeSuppressesTheNextWeek(t *testing.T) {
 		t.Fatalf("week 41: %v; want 3 suppressed and %d sent", second.Summary(t), len(kept))
 	}
 
-	err, lines := srv.stop(t)
+	lines, err := srv.stop(t)
 	if err != nil {
 		t.Fatalf("digest serve on SIGTERM: %v; want exit 0", err)
 	}

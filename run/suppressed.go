@@ -24,6 +24,7 @@ func (p *pass) unsuppressed(ctx context.Context, batch []*item) ([]*item, error)
 		keys = append(keys, kr.CustomerKeys(it.digest.Customer.ID)...)
 		keys = append(keys, kr.AddressKeys(it.digest.Customer.Email)...)
 	}
+	p.runner.counters.ledgerCalls.Add(1)
 	found, err := p.runner.Ledger.Suppressed(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("look up suppressions: %w", err)

@@ -2,6 +2,8 @@
 #
 # The digest job as a static, non-root image:
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t digest .
+# One image runs both commands: the CronJob's "digest run" and the
+# Deployment's "digest serve" (the entrypoint is digest; the command is an arg).
 #
 # deploy/docker_test.go performs this build without a Docker engine: it
 # copies what the COPY lines name (less .dockerignore) into an empty
@@ -25,6 +27,7 @@ COPY digest ./digest
 COPY fileoutbox ./fileoutbox
 COPY internal ./internal
 COPY ledger ./ledger
+COPY listen ./listen
 COPY lookup ./lookup
 COPY migrations ./migrations
 COPY run ./run

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -41,6 +44,12 @@ type manifests struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
 	accounts   map[string]*corev1.ServiceAccount
+	// "digest serve" and what goes with it.
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	policies    map[string]*networkingv1.NetworkPolicy
+	ingresses   map[string]*networkingv1.Ingress
 }
 
 // decodeStrict decodes one YAML document into out, rejecting unknown and
@@ -57,7 +66,9 @@ func loadManifests(t *testing.T) *manifests {
 	}
 	k := loadKustomization(t)
 	m := &manifests{cronJobs: map[string]*batchv1.CronJob{}, jobs: map[string]*batchv1.Job{},
-		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{}}
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{},
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
+		policies: map[string]*networkingv1.NetworkPolicy{}, ingresses: map[string]*networkingv1.Ingress{}}
 	for _, f := range files {
 		name := filepath.Base(f)
 		if name == "kustomization.yaml" {
@@ -94,6 +105,21 @@ func loadManifests(t *testing.T) *manifests {
 		case "v1 ServiceAccount":
 			obj = &corev1.ServiceAccount{}
 			m.accounts[name] = obj.(*corev1.ServiceAccount)
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+			m.deployments[name] = obj.(*appsv1.Deployment)
+		case "v1 Service":
+			obj = &corev1.Service{}
+			m.services[name] = obj.(*corev1.Service)
+		case "policy/v1 PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+			m.pdbs[name] = obj.(*policyv1.PodDisruptionBudget)
+		case "networking.k8s.io/v1 NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
+			m.policies[name] = obj.(*networkingv1.NetworkPolicy)
+		case "networking.k8s.io/v1 Ingress":
+			obj = &networkingv1.Ingress{}
+			m.ingresses[name] = obj.(*networkingv1.Ingress)
 		default:
 			t.Fatalf("%s: unexpected %s %s", name, tm.APIVersion, tm.Kind)
 		}
@@ -197,6 +223,9 @@ func (m *manifests) podTemplates() map[string]*corev1.PodTemplateSpec {
 	for n, j := range m.jobs {
 		out[n] = &j.Spec.Template
 	}
+	for n, d := range m.deployments {
+		out[n] = &d.Spec.Template
+	}
 	return out
 }
 
@@ -274,7 +303,8 @@ func TestKustomizationResourcesExist(t *testing.T) {
 			t.Errorf("kustomization applies the example Secret %s", r)
 		}
 	}
-	for _, want := range []string{"cronjob.yaml", "configmap.yaml", "migrate-job.yaml"} {
+	for _, want := range []string{"cronjob.yaml", "configmap.yaml", "migrate-job.yaml",
+		"serve-deployment.yaml", "serve-service.yaml", "serve-pdb.yaml", "serve-networkpolicy.yaml"} {
 		if !slices.Contains(k.Resources, want) {
 			t.Errorf("kustomization resources %v: want %s", k.Resources, want)
 		}
@@ -497,7 +527,9 @@ func TestPodsAreRestricted(t *testing.T) {
 	images := map[string]bool{}
 	for n, p := range m.podTemplates() {
 		s := p.Spec
-		if s.RestartPolicy != corev1.RestartPolicyNever {
+		if _, long := m.deployments[n]; long && s.RestartPolicy != corev1.RestartPolicyAlways {
+			t.Errorf("%s: restartPolicy %q; want Always (a Deployment's pod)", n, s.RestartPolicy)
+		} else if !long && s.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("%s: restartPolicy %q; want Never (the Job retries with a new pod)", n, s.RestartPolicy)
 		}
 		if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken {
@@ -559,6 +591,7 @@ var secretFiles = map[string][]string{
 	"run":     {"DIGEST_HMAC_KEYS_FILE", "DIGEST_UNSUBSCRIBE_KEYS_FILE", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_POSTMARK_TOKEN_FILE", "PGPASSFILE"},
 	"prune":   {"PGPASSFILE"},
 	"migrate": {"PGPASSFILE"},
+	"serve":   {"DIGEST_HMAC_KEYS_FILE", "DIGEST_UNSUBSCRIBE_KEYS_FILE", "PGPASSFILE"},
 }
 
 // ownerKey is the Secret's key holding the owner role's pgpass line.

@@ -240,4 +240,7 @@ type Ledger interface {
 	// Observe records observations (observe mode) and reports what a claim
 	// would decide, changing no receipt.
 	Observe(ctx context.Context, obs []Observation) ([]Observed, error)
+
+	// SuppressionList: the run skips suppressed customers before claiming.
+	SuppressionList
 }

@@ -84,6 +84,9 @@ type Store interface {
 	// week; keys of other weeks, or of none, are absent from the map.
 	WeekStates(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error)
 
+	// Suppressions: the suppression list, for operators and the endpoint.
+	Suppressions
+
 	// Close releases the database.
 	Close() error
 }

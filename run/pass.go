@@ -151,7 +151,7 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 // of a claim's size: the claim stage is woken once a batch, not once a
 // row. A batch goes when it is full, at the end of the source, or with
 // the first row read batchLinger after the batch's first.
-func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*item) error {
+func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*item) (readErr error) {
 	defer close(items)
 	r, cfg := p.runner, &p.runner.Config
 	clk := r.stages.clock(StageRead)
@@ -160,6 +160,19 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 	var batch []*item
 	var first time.Time
 	hand := func() bool {
+		// The ledger's suppression list, one look-up a batch, before any
+		// claim (see unsuppressed).
+		var err error
+		if batch, err = p.unsuppressed(ctx, batch); err != nil {
+			if ctx.Err() == nil {
+				readErr = err
+			}
+			return false
+		}
+		if len(batch) == 0 {
+			batch = nil // all suppressed: nothing to claim
+			return true
+		}
 		clk.worked()
 		select {
 		case items <- batch:
@@ -239,7 +252,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		batch = append(batch, it)
 		if len(batch) >= size || time.Since(first) >= batchLinger {
 			if !hand() {
-				return nil
+				return readErr
 			}
 		}
 	}

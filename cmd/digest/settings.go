@@ -34,6 +34,7 @@ type config struct {
 	Rate, Burst, Concurrency, SMTPTimeout, Lease         string
 	ReplayHorizon, TZ, Type, Version, Settle             string
 	LogLevel, PushgatewayURL, MetricsAddr                string
+	ListenAddr, ServeRate, ServeBurst, ClientIPHeader    string
 }
 
 // The groups say which commands register a setting's flag.
@@ -43,8 +44,9 @@ const (
 	gKeys   = "keys"
 	gDigest = "digest"
 	gLog    = "log"
-	gPush   = "push"  // run and prune push their metrics
-	gServe  = "serve" // schedule serves its metrics
+	gPush   = "push"   // run and prune push their metrics
+	gServe  = "serve"  // schedule serves its metrics
+	gListen = "listen" // the HTTP service of "digest serve"
 	// gRetention: run (duplicate ages), status (repeats) and prune (its
 	// floor) read the replay horizon.
 	gRetention = "retention"
@@ -79,6 +81,10 @@ var settingsTable = []setting{
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog, func(c *config) *string { return &c.LogLevel }},
 	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run, prune and verify metrics and the week's state (job digest_week) to at the end, e.g. http://pushgateway:9091; unset: no push", gPush, func(c *config) *string { return &c.PushgatewayURL }},
 	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe, func(c *config) *string { return &c.MetricsAddr }},
+	{"DIGEST_LISTEN_ADDR", "listen-addr", ":8080", "address where \"digest serve\" listens: one-click unsubscribe, /healthz, /readyz, /metrics", gListen, func(c *config) *string { return &c.ListenAddr }},
+	{"DIGEST_SERVE_RATE", "serve-rate", "5", "unsubscribe requests per second one client may make to \"digest serve\" (429 past it)", gListen, func(c *config) *string { return &c.ServeRate }},
+	{"DIGEST_SERVE_BURST", "serve-burst", "20", "unsubscribe requests one client may make to \"digest serve\" at once", gListen, func(c *config) *string { return &c.ServeBurst }},
+	{"DIGEST_CLIENT_IP_HEADER", "client-ip-header", "", "header naming the client for \"digest serve\"'s rate limit behind a proxy (X-Forwarded-For: its last entry; X-Real-IP); unset: the peer address", gListen, func(c *config) *string { return &c.ClientIPHeader }},
 }
 
 func envHelp() string {

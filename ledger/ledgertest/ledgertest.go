@@ -85,6 +85,10 @@ var tests = []test{
 	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
 	{"WeekKeysAndStates", testWeekKeysAndStates},
+	{"SuppressIsIdempotentAndRecorded", testSuppressIsIdempotentAndRecorded},
+	{"SuppressionFoundAfterRotation", testSuppressionFoundAfterRotation},
+	{"SuppressConcurrently", testSuppressConcurrently},
+	{"SuppressionRequestsValidated", testSuppressionRequestsValidated},
 }
 
 // poolTests need Driver.Pool.

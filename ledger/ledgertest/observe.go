@@ -114,13 +114,17 @@ func testNoCustomerData(t *testing.T, be Driver) {
 	claim1(t, s, req(k, "fp2"))
 	s.Observe(ctx, []digest.Observation{{Keys: k, Fingerprint: "fp1", Week: week, RunID: "observe"}})
 	s.PinSnapshot(ctx, digest.SnapshotPin{Type: id.Type, Week: week, Version: id.Version}, digest.WeekPin{AsOf: clk.Now(), Zone: "UTC", KeyID: "k2"})
+	const address = "customer_8421_zq7@example.com"
+	suppressed := keyring(t, "k2", "k1").AddressKeys(address)
+	s.Suppress(ctx, ledger.Suppression{Keys: keyring(t, "k2", "k1").CustomerKeys(customer), Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "one-click"})
+	s.Suppress(ctx, ledger.Suppression{Keys: suppressed, Subject: digest.SubjectAddress, Reason: digest.ReasonHardBounce, Source: "postmark"})
 	s.Close()
 
 	dump := dumpDatabase(t, cfg)
-	if !strings.Contains(dump, string(c.Key)) {
-		t.Fatalf("dump is missing the key; the search proves nothing")
+	if !strings.Contains(dump, string(c.Key)) || !strings.Contains(dump, string(suppressed[0])) {
+		t.Fatalf("dump is missing the key or the suppression; the search proves nothing")
 	}
-	for _, secret := range []string{customer, id.Canonical()} {
+	for _, secret := range []string{customer, id.Canonical(), address, "example.com"} {
 		if strings.Contains(dump, secret) {
 			t.Fatalf("the ledger stores %q", secret)
 		}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/listen"
+	"github.com/weeklydigest/digest/unsubscribe"
+)
+
+const serveHelp = `Usage: digest serve [flags]
+
+Runs the HTTP service beside the runs, on the same ledger database: the
+one-click unsubscribe endpoint (RFC 8058) behind DIGEST_UNSUBSCRIBE_URL,
+and /healthz, /readyz and /metrics for Kubernetes. It runs until SIGTERM,
+then stops taking connections and finishes the requests under way.
+
+  POST <unsubscribe URL>  with the form body List-Unsubscribe=One-Click
+                          (application/x-www-form-urlencoded or
+                          multipart/form-data): verifies the token and puts
+                          the customer on the ledger's suppression list
+                          (reason unsubscribe, source one-click) before it
+                          answers 200, and 200 again for a token already
+                          used. A bad token is 404, a wrong content type 415,
+                          a body over 8 KiB 413; nothing is recorded.
+  GET <unsubscribe URL>   a small page in the language Accept-Language asks
+                          for, with one button that POSTs; never unsubscribes
+                          (link scanners fetch every URL of a message).
+  GET /healthz            200 while the process runs (liveness).
+  GET /readyz             200 when the ledger answers, else 503 (readiness).
+  GET /metrics            Prometheus metrics (digest_http_requests_total,
+                          digest_unsubscribes_total, ...).
+
+DIGEST_UNSUBSCRIBE_URL must be https://host/path/{token}: the service
+answers on /path/. Unsubscribe requests are limited per client
+(DIGEST_SERVE_RATE per second, bursts of DIGEST_SERVE_BURST): behind an
+ingress, set DIGEST_CLIENT_IP_HEADER to the header it sets (X-Forwarded-For
+or X-Real-IP), or every client shares the ingress's budget. Logs are JSON
+lines that never hold a token or an address.
+
+Exit codes: 0 stopped by SIGTERM after finishing its requests; 1 the
+ledger or the listener failed; 2 usage or configuration error.
+
+Examples:
+  DIGEST_UNSUBSCRIBE_URL=https://bank.example/u/{token} digest serve
+  digest serve --listen-addr :8080 --client-ip-header X-Forwarded-For
+`
+
+func cmdServe(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "serve", serveHelp)
+	st := register(fs, env, gKeys, gLedger, gLog, gListen)
+	st.flags(fs, &st.UnsubscribeURL)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	log := newLogger(env, st)
+	if st.UnsubscribeURL == "" {
+		return usagef("DIGEST_UNSUBSCRIBE_URL is not set: digest serve answers the one-click URLs of the digests, https://host/path/{token}")
+	}
+	route, err := listen.ParseRoute(st.UnsubscribeURL)
+	if err != nil {
+		return usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
+	}
+	ring, err := loadUnsubscribeKeys(st)
+	if err != nil {
+		return err
+	}
+	if ring == nil {
+		return usagef("no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS), the keyring the runs make the tokens with")
+	}
+	rate, err := strconv.ParseFloat(st.ServeRate, 64)
+	if err != nil || rate <= 0 {
+		return usagef("DIGEST_SERVE_RATE=%q: want a positive number of requests per second", st.ServeRate)
+	}
+	burst, err := st.positiveInt(&st.ServeBurst, 100_000)
+	if err != nil {
+		return err
+	}
+	keys, err := loadKeyring(st, log)
+	if err != nil {
+		return err
+	}
+	if sharesSecret(ring, keys) {
+		return usagef("the unsubscribe keyring shares a secret with the HMAC keyring: give it its own (head -c 32 /dev/urandom | base64)")
+	}
+	tokens, err := unsubscribe.NewKeyring(ring)
+	if err != nil {
+		return err
+	}
+	store, err := openLedger(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := listen.New(listen.Config{
+		Ledger: store, Keys: keys, Tokens: tokens, Route: route, Metrics: metrics.NewServe(), Logger: log,
+		Rate: rate, Burst: burst, ClientIPHeader: st.ClientIPHeader,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", st.ListenAddr)
+	if err != nil {
+		return usagef("DIGEST_LISTEN_ADDR=%q: %v", st.ListenAddr, err)
+	}
+	log.Info("digest serve", "unsubscribe_path", route.Prefix+"{token}", "rate", rate, "burst", burst)
+	return listen.Serve(ctx, ln, svc.Handler(), log)
+}

@@ -57,6 +57,11 @@ type Store interface {
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 
+	// Durability returns the database settings that decide whether a
+	// committed receipt survives a crash of the database, as the store's
+	// own connection sees them; Settings.Err says whether they can.
+	Durability(ctx context.Context) (Settings, error)
+
 	// Close releases the database.
 	Close() error
 }

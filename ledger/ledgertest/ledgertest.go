@@ -75,6 +75,7 @@ var tests = []test{
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
+	{"DurabilityHolds", testDurabilityHolds},
 }
 
 // poolTests need Driver.Pool.

@@ -76,6 +76,8 @@ var tests = []test{
 	{"RecordRunEnd", testRecordRunEnd},
 	{"NoCustomerData", testNoCustomerData},
 	{"DurabilityHolds", testDurabilityHolds},
+	{"SchemaVersion", testSchemaVersion},
+	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
 }
 
 // poolTests need Driver.Pool.

@@ -21,6 +21,11 @@ var ErrSchemaBehind = errors.New("the ledger's schema is older than this binary 
 // work there; the command says so in a warning.
 var ErrSchemaAhead = errors.New("this binary is older than the ledger schema")
 
+// ErrSchemaUnreadable: the role may not read the migration version (a job
+// role granted before the check existed lacks SELECT on goose_db_version).
+// Commands go on with a warning.
+var ErrSchemaUnreadable = errors.New("the ledger's migration version cannot be read by this role")
+
 // ErrLiveClaims: migrate --down-to was asked while a run holds live claims.
 var ErrLiveClaims = errors.New("claims are live: a run is sending")
 

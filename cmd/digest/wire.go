@@ -61,7 +61,11 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 // (docs/operations.md); the one that did not (00006) predates this check.
 func checkSchema(ctx context.Context, store ledger.Store, log *slog.Logger) error {
 	sc, err := store.Schema(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrSchemaUnreadable):
+		log.Warn("ledger schema version not checked", "err", err)
+		return nil
+	case err != nil:
 		return fmt.Errorf("open ledger: %w", err)
 	}
 	switch err := sc.Err(); {

@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
@@ -22,6 +25,9 @@ func (s *Store) Schema(ctx context.Context) (_ ledger.Schema, err error) {
 		return sc, nil
 	}
 	if err := s.pool.QueryRow(ctx, queries.Get("SchemaVersion")).Scan(&sc.Have); err != nil {
+		if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == sqlstateInsufficientPrivilege {
+			return sc, fmt.Errorf("%w: grant SELECT on goose_db_version to it (docs/security.md)", ledger.ErrSchemaUnreadable)
+		}
 		return sc, fmt.Errorf("read schema version: %w", err)
 	}
 	return sc, nil

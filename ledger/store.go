@@ -20,8 +20,14 @@ type Store interface {
 	// two processes at once.
 	Migrate(ctx context.Context) error
 	// MigrateDownTo rolls the schema back to version (1 or more), undoing
-	// each later migration, newest first, under Migrate's lock.
+	// each later migration, newest first, under Migrate's lock. It refuses
+	// with ErrLiveClaims while a receipt is claimed under a lease that has
+	// not expired: a run is sending, and would fail mid-send on the older
+	// schema.
 	MigrateDownTo(ctx context.Context, version int64) error
+	// Schema returns the ledger's migration version and the one this
+	// binary needs; Schema.Err says whether the binary can use it.
+	Schema(ctx context.Context) (Schema, error)
 
 	// List returns receipts matching f, ordered by key, at most f.Limit.
 	List(ctx context.Context, f ListFilter) ([]Receipt, error)
@@ -86,6 +92,11 @@ type Store interface {
 
 	// Suppressions: the suppression list, for operators and the endpoint.
 	Suppressions
+
+	// Durability returns the database settings that decide whether a
+	// committed receipt survives a crash of the database, as the store's
+	// own connection sees them; Settings.Err says whether they can.
+	Durability(ctx context.Context) (Settings, error)
 
 	// Close releases the database.
 	Close() error

@@ -202,10 +202,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				// silent skip that leaves a customer without a digest.
 				if p.number == 1 && cfg.Lenient {
 					r.counters.skipped.Add(1)
-					cfg.Logger.Warn("bad snapshot record skipped", "where", bad.Where, "field", bad.Field, "err", bad.Err)
+					cfg.Logger.Warn("bad snapshot record skipped", r.badRecordAttrs(bad)...)
 				} else if p.number == 1 {
 					r.counters.invalid.Add(1)
-					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", "where", bad.Where, "field", bad.Field, "err", bad.Err)
+					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.badRecordAttrs(bad)...)
 				}
 				continue
 			}

@@ -329,6 +329,13 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			if ctx.Err() != nil {
 				return r.counters.snapshot(), nil // interrupted while checking: nothing claimed
 			}
+			if list, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range list.Unwrap() {
+					if bad, ok := errors.AsType[*digest.BadRecordError](e); ok {
+						log.Error("bad snapshot record", r.badRecordAttrs(bad)...)
+					}
+				}
+			}
 			return r.counters.snapshot(), fmt.Errorf("snapshot refused, nothing sent (use lenient mode to send the valid records): %w", err)
 		}
 	}
@@ -504,4 +511,15 @@ func (t *nextDueTracker) get() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.at
+}
+
+// badRecordAttrs are the log attributes of a bad record: where it is, the
+// field and what is wrong, and for a malformed address its address_key,
+// never the address (docs/security.md).
+func (r *Runner) badRecordAttrs(bad *digest.BadRecordError) []any {
+	attrs := []any{"where", bad.Where, "field", bad.Field, "err", bad.Err}
+	if ae, ok := errors.AsType[*digest.AddressError](bad); ok && r.Keyring != nil {
+		attrs = append(attrs, "address_key", r.Keyring.AddressKey(ae.Address))
+	}
+	return attrs
 }

@@ -9,6 +9,30 @@ import (
 	gomail "github.com/wneessen/go-mail"
 )
 
+// bdatError is a failure of the BDAT exchange after its one write began:
+// its text and its stage name BDAT, not go-mail's "closing SMTP DATA
+// writer" (see classifySMTP).
+type bdatError struct {
+	what string // "writing" or "reading the replies"
+	err  error
+}
+
+func (e *bdatError) Error() string { return "BDAT LAST: " + e.what + ": " + e.err.Error() }
+func (e *bdatError) Unwrap() error { return e.err }
+
+// bdatStage names the stage of a failed BDAT exchange for SMTPError, or ""
+// when err is not one.
+func bdatStage(err error) string {
+	var be *bdatError
+	if !errors.As(err, &be) {
+		return ""
+	}
+	if be.what == "writing" {
+		return "writing SMTP BDAT LAST with the message"
+	}
+	return "awaiting the reply to SMTP BDAT LAST"
+}
+
 // errChunkAfterRefusal is a server accepting the message although it
 // refused MAIL or a recipient: what it delivered, and to whom, is unknown.
 var errChunkAfterRefusal = errors.New("server accepted the message after refusing its envelope")
@@ -25,7 +49,8 @@ var errChunkAfterRefusal = errors.New("server accepted the message after refusin
 //     nothing; the replies after it are still read;
 //   - ErrWriteContent: the write failed, so the server has not received
 //     the chunk's last bytes, which are the write's last; BDAT LAST is
-//     taken only whole, so nothing was delivered;
+//     taken only whole, so nothing was delivered (a pooled connection's
+//     send goes again on a new one: reusable);
 //   - ErrSMTPDataClose: the reply to BDAT (4xx or 5xx: refused), or no
 //     reply to any command at all (the connection lost, the deadline
 //     passed): unlike the pipelined DATA, whose content waits for 354,
@@ -39,7 +64,7 @@ func sendChunked(text *textproto.Conn, mail string, rcpts []string, chunk []byte
 		return "", stage, err
 	}
 	if err := writeChunked(text, mail, rcpts, chunk); err != nil {
-		return "", gomail.ErrWriteContent, err
+		return "", gomail.ErrWriteContent, &bdatError{"writing", err}
 	}
 	var (
 		refused  error // the first refusal of MAIL or RCPT
@@ -60,7 +85,7 @@ func sendChunked(text *textproto.Conn, mail string, rcpts []string, chunk []byte
 		if void {
 			return "", stage, refused
 		}
-		return "", gomail.ErrSMTPDataClose, fmt.Errorf("no reply after the message was sent: %w", err)
+		return "", gomail.ErrSMTPDataClose, &bdatError{"reading the replies", fmt.Errorf("no reply after the message was sent: %w", err)}
 	}
 	_, err, ok := read(250)
 	if !ok {
@@ -89,12 +114,12 @@ func sendChunked(text *textproto.Conn, mail string, rcpts []string, chunk []byte
 	case !ok:
 		return lost(err)
 	case err == nil && refused != nil:
-		return "", gomail.ErrSMTPDataClose, fmt.Errorf("%w (%v)", errChunkAfterRefusal, refused)
+		return "", gomail.ErrSMTPDataClose, &bdatError{"reading the replies", fmt.Errorf("%w (%v)", errChunkAfterRefusal, refused)}
 	case refused != nil:
 		// BDAT refused too, as it must be: the envelope's refusal says why.
 		return "", stage, refused
 	case err != nil:
-		return "", gomail.ErrSMTPDataClose, err
+		return "", gomail.ErrSMTPDataClose, &bdatError{"reading the replies", err}
 	}
 	return reply, 0, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,8 +129,8 @@ func TestSendChunkedNoReplyIsAmbiguous(t *testing.T) {
 		})
 		m := newMailer(t, srv.addr, func(c *smtp.Config) { c.Timeout = 300 * time.Millisecond })
 		_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
-		if digest.ClassOf(err) != digest.ClassAmbiguous {
-			t.Fatalf("replies %q: Send = %v; want ambiguous", replies, err)
+		if digest.ClassOf(err) != digest.ClassAmbiguous || !strings.Contains(err.Error(), "BDAT") {
+			t.Fatalf("replies %q: Send = %v; want ambiguous, naming BDAT", replies, err)
 		}
 		if chunks, conns := srv.counts(); chunks != 1 || conns != 1 {
 			t.Fatalf("replies %q: the server read %d messages on %d connections; want 1 on 1", replies, chunks, conns)
@@ -171,8 +172,12 @@ func TestSendChunkedReplies(t *testing.T) {
 		m := newMailer(t, srv.addr, nil)
 		_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
 		var se *smtp.SMTPError
-		if digest.ClassOf(err) != c.class || !errors.As(err, &se) || se.Code != c.code || se.Stage != c.stage.String() {
-			t.Fatalf("replies %q: Send = %v; want %v, code %d at %s", c.replies, err, c.class, c.code, c.stage)
+		want := c.stage.String()
+		if c.stage == gomail.ErrSMTPDataClose {
+			want = "awaiting the reply to SMTP BDAT LAST" // not go-mail's "closing SMTP DATA writer"
+		}
+		if digest.ClassOf(err) != c.class || !errors.As(err, &se) || se.Code != c.code || se.Stage != want {
+			t.Fatalf("replies %q: Send = %v; want %v, code %d at %s", c.replies, err, c.class, c.code, want)
 		}
 		if _, err := m.Send(ctxT(t), testMessage(testKey("k1", 'b'))); err != nil {
 			t.Fatalf("replies %q: next Send = %v; want it sent on a new connection", c.replies, err)
@@ -182,4 +187,50 @@ func TestSendChunkedReplies(t *testing.T) {
 		}
 		srv.check(t)
 	}
+}
+
+// A server that closes a pooled connection silently (no 421) right after
+// answering a message, within the second BDAT reuses connections in: the
+// next message is not written into the closed socket, where the EOF that
+// follows, with no reply, would be ambiguous (held): the mailer sees the
+// close before writing, dials again and sends the message the DATA way,
+// once. On the connection that is still open, BDAT goes on as before.
+func TestSendChunkedPooledConnectionClosedSilentlyGoesAgainTheDataWay(t *testing.T) {
+	t.Parallel()
+	closed := make(chan struct{})
+	var dataWay, chunks atomic.Int32
+	srv := startRawSMTP(t, chunkedExt, func(n int, s *rawSession) {
+		if n == 1 {
+			if s.chunked() == "" {
+				return
+			}
+			chunks.Add(1)
+			s.write("250 ok\r\n250 ok\r\n250 2.0.0 Ok: queued\r\n")
+			_ = s.conn.Close()
+			close(closed)
+			return
+		}
+		s.message() // MAIL, RCPT, DATA pipelined, then the content
+		dataWay.Add(1)
+		if s.chunked() != "" { // the next message: BDAT again
+			chunks.Add(1)
+			s.write("250 ok\r\n250 ok\r\n250 2.0.0 Ok: queued\r\n")
+		}
+	})
+	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC) // idle 0: BDAT on every reuse
+	m := newMailer(t, srv.addr, func(c *smtp.Config) { c.Now = func() time.Time { return now } })
+	if _, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a'))); err != nil {
+		t.Fatalf("first Send = %v", err)
+	}
+	<-closed
+	if _, err := m.Send(ctxT(t), testMessage(testKey("k1", 'b'))); err != nil {
+		t.Fatalf("Send on the silently closed connection = %v; want it sent on a new one", err)
+	}
+	if _, err := m.Send(ctxT(t), testMessage(testKey("k1", 'c'))); err != nil {
+		t.Fatalf("third Send = %v", err)
+	}
+	if d, c := dataWay.Load(), chunks.Load(); d != 1 || c != 2 {
+		t.Fatalf("the server got %d messages the DATA way and %d as BDAT; want 1 and 2", d, c)
+	}
+	srv.check(t)
 }

@@ -50,14 +50,18 @@ func classifySMTP(stage gomail.SendErrReason, err error) error {
 			class = digest.ClassPermanent
 		}
 	}
-	kind := fmt.Sprintf("%s: reply %d", stage, code)
+	name := stage.String()
+	if bdat := bdatStage(err); bdat != "" {
+		name = bdat
+	}
+	kind := fmt.Sprintf("%s: reply %d", name, code)
 	if code == 0 {
-		kind = stage.String() + ": no reply"
+		kind = name + ": no reply"
 	}
 	// 421 closes the session whatever the command: the server refuses
 	// everyone for now (rate limit, overload), unlike a 4xx to one RCPT.
 	return &digest.SendError{Class: class, Kind: kind, Throttled: code == 421,
-		Err: &SMTPError{Stage: stage.String(), Code: code, EnhancedCode: enhanced, err: err}}
+		Err: &SMTPError{Stage: name, Code: code, EnhancedCode: enhanced, err: err}}
 }
 
 // reusable reports whether a failure on a pooled connection left nothing
@@ -65,9 +69,17 @@ func classifySMTP(stage gomail.SendErrReason, err error) error {
 // it struck before the content (NOOP, MAIL, RCPT or the DATA command) and
 // was the connection ending (no reply, but not a timeout: a server that
 // is slow stays slow) or the server saying it closes it (421).
+//
+// With BDAT, a failed write is reusable too: the chunk is the write's last
+// bytes and BDAT LAST is taken only whole, so the server cannot have
+// delivered the message.
 func reusable(stage gomail.SendErrReason, err error) bool {
 	switch stage {
 	case gomail.ErrConnCheck, gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData:
+	case gomail.ErrWriteContent:
+		if bdatStage(err) == "" {
+			return false
+		}
 	default:
 		return false
 	}

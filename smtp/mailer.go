@@ -289,7 +289,16 @@ const idleCheck = 30 * time.Second
 // connection. In a run, connections are reused within milliseconds.
 const chunkIdle = time.Second
 
+// sendOn sends msg on c, dialling when c has no connection. Before BDAT on
+// a pooled connection it peeks at the socket (peerClosed,
+// no round trip): a server that closed the connection while it sat in the
+// pool, silently, would otherwise get the whole message written into a
+// closed socket, and the EOF that follows, with no reply, could not be
+// told from a server that took the message and lost its replies
+// (docs/design.md, "BDAT on a reused connection"). Found closed, the
+// connection is replaced and the message goes the DATA way on the new one.
 func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
+	dataWay := false // set once a pooled connection was found closed
 	for {
 		if err := ctx.Err(); err != nil {
 			return "", temporary(err)
@@ -302,13 +311,23 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 		}
 		raw := c.raw
 		deadline, bounded := ctx.Deadline()
+		idle := m.now().Sub(c.used)
+		chunkOK := !dataWay && (fresh || idle < chunkIdle)
+		if !fresh && chunkOK && m.closedWhileIdle(c) {
+			m.drop(c)
+			if left := time.Until(deadline); bounded && left < m.WorstCase() {
+				return "", temporary(fmt.Errorf("%w (pooled connection closed by the server; %s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
+			}
+			m.log.DebugContext(ctx, "smtp connection closed by the server while pooled; reconnecting, sending the DATA way", "addr", m.addr)
+			dataWay = true
+			continue
+		}
 		if err := raw.limit(deadline); err != nil {
 			m.drop(c)
 			return "", temporary(fmt.Errorf("set deadline: %w", err))
 		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-		idle := m.now().Sub(c.used)
-		ref, stage, err := m.exchange(c.smtp, msg, !fresh && idle >= idleCheck, fresh || idle < chunkIdle)
+		ref, stage, err := m.exchange(c.smtp, msg, !fresh && idle >= idleCheck, chunkOK)
 		stop()
 		_ = raw.limit(time.Time{})
 		if err == nil {
@@ -322,12 +341,15 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			// same message may go on a new connection, if the lease leaves
 			// the time a send may take. With BDAT the content went out with
 			// MAIL, so only a 421 to MAIL or RCPT gets here, and only when
-			// that refusal left nothing to deliver (sendChunked); a lost
-			// reply there is ambiguous, never reusable.
+			// that refusal left nothing to deliver, or a write that failed
+			// before the chunk's last byte (sendChunked); a lost reply
+			// there is ambiguous, never reusable. After a failed BDAT
+			// write the retry goes the DATA way.
 			if left := time.Until(deadline); bounded && left < m.WorstCase() {
 				return "", temporary(fmt.Errorf("%w (stale connection; %s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
 			}
 			m.log.DebugContext(ctx, "smtp connection went stale; reconnecting", "addr", m.addr, "stage", stage.String())
+			dataWay = dataWay || bdatStage(err) != ""
 			continue
 		}
 		// go-mail's errors may hold the recipient's address: debug only.
@@ -428,6 +450,17 @@ func (m *Mailer) dial(ctx context.Context, c *conn) error {
 	}
 	c.smtp, c.raw = client, raw
 	return nil
+}
+
+// closedWhileIdle reports whether the server closed pooled connection c
+// (or spoke unasked) since its last exchange: bytes left unread in the
+// client's buffer, or a FIN, reset or bytes waiting at the socket.
+func (m *Mailer) closedWhileIdle(c *conn) bool {
+	if c.smtp.Text.R.Buffered() > 0 {
+		return true
+	}
+	closed, _ := peerClosed(c.raw.Conn)
+	return closed
 }
 
 // drop closes a connection in an unknown state without QUIT.

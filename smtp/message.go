@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	gomail "github.com/wneessen/go-mail"
+	"golang.org/x/net/idna"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -56,6 +58,32 @@ func ValidateAddress(email string) error {
 		return fmt.Errorf("%w: %q has no domain", ErrInvalidAddress, Clip(email))
 	}
 	return nil
+}
+
+// asciiDomain returns email with an internationalized domain (bücher.example)
+// in its A-label form (xn--bcher-kva.example), as RCPT TO and the To header
+// need it on a server without SMTPUTF8 (RFC 5890, IDNA2008 lookup rules);
+// an ASCII domain is returned as is. The local part is left alone.
+func asciiDomain(email string) (string, error) {
+	at := strings.LastIndexByte(email, '@')
+	domain := email[at+1:]
+	if isASCII(domain) {
+		return email, nil
+	}
+	a, err := idna.Lookup.ToASCII(domain)
+	if err != nil {
+		return "", fmt.Errorf("%w: the domain is not a valid internationalized domain name", ErrInvalidAddress)
+	}
+	return email[:at+1] + a, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
@@ -159,6 +187,10 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	if err := ValidateAddress(m.To.Email); err != nil {
 		return nil, permanent(fmt.Errorf("to: %w", err))
 	}
+	to, err := asciiDomain(m.To.Email)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("to: %w", err))
+	}
 	if m.Text == "" && m.HTML == "" {
 		return nil, permanent(errors.New("message has neither text nor HTML"))
 	}
@@ -185,7 +217,7 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	}
 	from := e.from
 	msg.FromMailAddress(&from)
-	msg.ToMailAddress(&mail.Address{Name: HeaderText(m.To.Name), Address: m.To.Email})
+	msg.ToMailAddress(&mail.Address{Name: HeaderText(m.To.Name), Address: to})
 	subject := HeaderText(m.Subject)
 	if m.Test {
 		subject = TestSubjectPrefix + subject

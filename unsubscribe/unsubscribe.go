@@ -12,6 +12,13 @@
 //
 //	KID~BASE64URL(nonce[12] || ciphertext || tag[16])
 //
+// The plaintext is the id padded to a fixed length (the id, a NUL, zeros
+// up to digest.MaxFieldLen+1 bytes), so every token of a key id has the
+// same length and none tells how long its customer id is. Tokens made
+// before the padding (the bare id sealed) still verify: a padded
+// plaintext is the only kind of that length, and a customer id never holds
+// a NUL.
+//
 // Tokens are URL-safe (letters, digits, '-', '_', '.', '~'). The web
 // endpoint that receives the one-click POST checks a token with
 // Keyring.Verify (or "digest unsubscribe-token --verify TOKEN") and learns
@@ -20,6 +27,7 @@
 package unsubscribe
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -29,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/weeklydigest/digest/digest"
@@ -44,9 +53,12 @@ const (
 	nonceLen = 12
 	tagLen   = 16
 	sep      = "~"
-	// MaxTokenLen bounds a token: a customer id is at most
-	// digest.MaxFieldLen bytes.
-	MaxTokenLen = digest.MaxKeyIDLen + 1 + (nonceLen+digest.MaxFieldLen+tagLen+2)/3*4
+	// paddedLen is the length of every plaintext: a customer id (at most
+	// digest.MaxFieldLen bytes), a NUL, and zeros.
+	paddedLen = digest.MaxFieldLen + 1
+	// MaxTokenLen bounds a token: a key id, the separator and the padded
+	// plaintext sealed.
+	MaxTokenLen = digest.MaxKeyIDLen + 1 + (nonceLen+paddedLen+tagLen+2)/3*4
 )
 
 type key struct {
@@ -118,12 +130,29 @@ func (k *key) nonce(customerID string) []byte {
 }
 
 // Token returns the token of customerID under the current key. The same
-// customer always gets the same token (until the current key changes).
+// customer always gets the same token (until the current key changes), of
+// the same length as every other customer's. customerID is at most
+// digest.MaxFieldLen bytes, as every valid identity's.
 func (kr *Keyring) Token(customerID string) string {
 	k := &kr.keys[0]
 	n := k.nonce(customerID)
-	sealed := k.aead.Seal(n, n, []byte(customerID), []byte(k.id))
+	plain := make([]byte, paddedLen)
+	copy(plain, customerID)
+	sealed := k.aead.Seal(n, n, plain, []byte(k.id))
 	return k.id + sep + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// unpad returns the customer id of a plaintext: a padded one's id, or a
+// token made before the padding's whole plaintext.
+func unpad(plain []byte) ([]byte, bool) {
+	if len(plain) != paddedLen {
+		return plain, true // made before the padding
+	}
+	i := bytes.IndexByte(plain, 0)
+	if i < 0 || bytes.ContainsFunc(plain[i:], func(r rune) bool { return r != 0 }) {
+		return nil, false
+	}
+	return plain[:i], true
 }
 
 // ErrInvalidToken is wrapped by every error of Verify.
@@ -155,8 +184,12 @@ func (kr *Keyring) Verify(token string) (string, error) {
 		return "", fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
 	n := raw[:nonceLen]
-	id, err := k.aead.Open(nil, n, raw[nonceLen:], []byte(kid))
+	plain, err := k.aead.Open(nil, n, raw[nonceLen:], []byte(kid))
 	if err != nil {
+		return "", fmt.Errorf("%w: does not authenticate", ErrInvalidToken)
+	}
+	id, ok := unpad(plain)
+	if !ok {
 		return "", fmt.Errorf("%w: does not authenticate", ErrInvalidToken)
 	}
 	// The nonce must be the one the id gives: one token per customer.
@@ -169,6 +202,9 @@ func (kr *Keyring) Verify(token string) (string, error) {
 // Placeholder is what a URL template holds where the token goes.
 const Placeholder = "{token}"
 
+// marker stands for Placeholder while a template is parsed as a URL.
+const marker = "digestunsubscribetoken"
+
 // Template is a validated unsubscribe URL template.
 type Template struct {
 	raw   string
@@ -179,9 +215,11 @@ type Template struct {
 var ErrTemplate = errors.New("invalid unsubscribe URL template")
 
 // ParseTemplate checks an unsubscribe URL template: an absolute https: URL
-// with a host, or a mailto: URL, holding Placeholder at least once, and no
-// space, control character, '<', '>' or ',' (it becomes one entry of a
-// List-Unsubscribe header).
+// with a host (and a port, if any, from 1 to 65535), or a mailto: URL,
+// holding Placeholder at least once and only in its path or query (never
+// in the host, where a token would pick the server, or the fragment,
+// which a browser does not send), and no space, control character, '<',
+// '>' or ',' (it becomes one entry of a List-Unsubscribe header).
 func ParseTemplate(s string) (*Template, error) {
 	switch {
 	case !strings.Contains(s, Placeholder):
@@ -190,17 +228,30 @@ func ParseTemplate(s string) (*Template, error) {
 		strings.ContainsAny(s, "<>,\""):
 		return nil, fmt.Errorf("%w: %q holds a space, a control or non-ASCII character, or one of < > , \"", ErrTemplate, s)
 	}
-	u, err := url.Parse(strings.ReplaceAll(s, Placeholder, "TOKEN"))
+	u, err := url.Parse(strings.ReplaceAll(s, Placeholder, marker))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
+	var t *Template
 	switch {
 	case u.Scheme == "https" && u.Host != "" && u.User == nil:
-		return &Template{raw: s, https: true}, nil
+		t = &Template{raw: s, https: true}
 	case u.Scheme == "mailto" && u.Opaque != "":
-		return &Template{raw: s}, nil
+		t = &Template{raw: s}
+	default:
+		return nil, fmt.Errorf("%w: %q is not an https://host/... or mailto: URL", ErrTemplate, s)
 	}
-	return nil, fmt.Errorf("%w: %q is not an https://host/... or mailto: URL", ErrTemplate, s)
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%w: %q: port %s is not from 1 to 65535", ErrTemplate, s, p)
+		}
+	}
+	// Every placeholder in the path (a mailto's address) or the query.
+	inPlace := strings.Count(u.EscapedPath()+u.Opaque, marker) + strings.Count(u.RawQuery, marker)
+	if strings.Count(s, Placeholder) != inPlace || strings.Contains(u.Host, marker) {
+		return nil, fmt.Errorf("%w: %q: %s goes in the path or the query, never in the host, port or fragment", ErrTemplate, s, Placeholder)
+	}
+	return t, nil
 }
 
 // HTTPS reports whether the template is an https URL (one-click capable:

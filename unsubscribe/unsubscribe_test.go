@@ -49,6 +49,28 @@ func TestTokenRoundTripHidesTheID(t *testing.T) {
 	}
 }
 
+// Every token of a key has one length, whatever the customer id's: the
+// id is padded inside the ciphertext. Tokens made before the padding
+// still verify, to the same customer.
+func TestTokensHaveOneLengthAndOldOnesVerify(t *testing.T) {
+	t.Parallel()
+	kr := ring(t, "u1:"+secretA)
+	want := len(kr.Token("c"))
+	for _, id := range []string{"c", "cust_0001", "山田太郎", strings.Repeat("x", 199), strings.Repeat("y", 200)} {
+		tok := kr.Token(id)
+		if len(tok) != want {
+			t.Errorf("token of a %d-byte id is %d bytes, that of a 1-byte id %d: the length shows the id's", len(id), len(tok), want)
+		}
+		old := unsubscribe.LegacyToken(kr, id)
+		if old == tok {
+			t.Fatalf("the legacy token of %q is the new one", id)
+		}
+		if got, err := kr.Verify(old); err != nil || got != id {
+			t.Errorf("Verify(token made before the padding, %q) = %q, %v", id, got, err)
+		}
+	}
+}
+
 func TestTokenRotationAndTampering(t *testing.T) {
 	t.Parallel()
 	old := ring(t, "u1:"+secretA)
@@ -91,6 +113,7 @@ func TestParseTemplate(t *testing.T) {
 	t.Parallel()
 	for _, good := range []string{
 		"https://example.com/u/{token}", "https://example.com/u?t={token}", "mailto:unsubscribe@example.com?subject={token}",
+		"https://example.com:8443/u/{token}", "https://example.com:65535/u/{token}?again={token}",
 	} {
 		tpl, err := unsubscribe.ParseTemplate(good)
 		if err != nil {
@@ -109,6 +132,10 @@ func TestParseTemplate(t *testing.T) {
 		"https://example.com/u/{token}\r\nBcc: x@evil.test", "https://example.com/u/{token}>, <https://evil.test/",
 		"https://example.com/u/{token} x", "https://user:pw@example.com/{token}", "/u/{token}", "mailto:?subject={token}",
 		"https://exämple.com/{token}",
+		// {token} in the host picks the server; a port must be 1-65535; a
+		// fragment is not sent.
+		"https://{token}.example.com/u", "https://example.com{token}/u", "https://example.com:99999/u/{token}",
+		"https://example.com:0/u/{token}", "https://example.com/u#{token}", "https://example.com/{token}#{token}",
 	} {
 		if _, err := unsubscribe.ParseTemplate(bad); !errors.Is(err, unsubscribe.ErrTemplate) {
 			t.Errorf("ParseTemplate(%q) = %v, want ErrTemplate", bad, err)
@@ -120,7 +147,8 @@ func TestParseTemplate(t *testing.T) {
 // of the id it names; a real token with bytes appended never verifies.
 func FuzzVerifyToken(f *testing.F) {
 	kr := ring(f, "u2:"+secretB+",u1:"+secretA)
-	for _, s := range []string{kr.Token("cust_0001"), ring(f, "u1:"+secretA).Token("x"), "u1~", "~", "u1~AAAA", ""} {
+	for _, s := range []string{kr.Token("cust_0001"), ring(f, "u1:"+secretA).Token("x"), unsubscribe.LegacyToken(kr, "cust_0001"),
+		unsubscribe.LegacyToken(kr, ""), "u1~", "~", "u1~AAAA", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
@@ -132,8 +160,8 @@ func FuzzVerifyToken(f *testing.F) {
 			return
 		}
 		kid, _, _ := strings.Cut(tok, "~")
-		if kid == "u2" && kr.Token(id) != tok {
-			t.Fatalf("%q verified as %q, whose token is %q", tok, id, kr.Token(id))
+		if kid == "u2" && kr.Token(id) != tok && unsubscribe.LegacyToken(kr, id) != tok {
+			t.Fatalf("%q verified as %q, whose token is %q (before the padding %q)", tok, id, kr.Token(id), unsubscribe.LegacyToken(kr, id))
 		}
 		if _, err := kr.Verify(tok + "A"); err == nil {
 			t.Fatalf("%q with a byte appended verified", tok)
@@ -143,7 +171,8 @@ func FuzzVerifyToken(f *testing.F) {
 
 // FuzzParseTemplate: an accepted template expands to one header-safe URL.
 func FuzzParseTemplate(f *testing.F) {
-	for _, s := range []string{"https://example.com/u/{token}", "mailto:u@example.com?subject={token}", "https://e.com/{token}\r\n"} {
+	for _, s := range []string{"https://example.com/u/{token}", "mailto:u@example.com?subject={token}", "https://e.com/{token}\r\n",
+		"https://{token}.example.com/u", "https://example.com:99999/{token}", "https://example.com:443/u?t={token}#{token}"} {
 		f.Add(s)
 	}
 	tok := ring(f, "u1:"+secretA).Token("cust_0001")
@@ -155,6 +184,10 @@ func FuzzParseTemplate(f *testing.F) {
 		u := tpl.Expand(tok)
 		if strings.ContainsAny(u, "\r\n<>, ") || !strings.Contains(u, tok) {
 			t.Fatalf("template %q expands to %q", s, u)
+		}
+		// The token lands in the path or query, never the host or port.
+		if pu, err := url.Parse(u); err == nil && (strings.Contains(pu.Host, tok) || strings.Contains(pu.Fragment, tok)) {
+			t.Fatalf("template %q puts the token in the host or fragment: %q", s, u)
 		}
 	})
 }

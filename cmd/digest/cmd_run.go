@@ -183,7 +183,11 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	r.Unsubscribe = unsubscribeURI
 	var checks []checkResult
 	var checkErr error
+	durable := checkDurability(ctx, store, log)
 	if cfg.Mode == run.ModeEnforce {
+		if durable != nil {
+			return durable
+		}
 		m, lookup, err := openMailer(st, ms)
 		if err != nil {
 			return err
@@ -196,6 +200,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		}
 	} else {
 		checks, checkErr = checkMailer(ctx, st, ms, log)
+		checks = append(checks, ledgerCheck(durable))
+		if checkErr == nil && durable != nil {
+			checkErr = fmt.Errorf("ledger check failed: %w", durable)
+		}
 	}
 	log.Info("run configured", "week", cfg.Spec.Week.String(), "mode", string(cfg.Mode),
 		"ledger", describeLedger(st), "mailer", ms.String())

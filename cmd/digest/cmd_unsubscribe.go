@@ -47,6 +47,16 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	if ring == nil {
 		return usagef("no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS) to kid:base64secret; make a secret with: head -c 32 /dev/urandom | base64")
 	}
+	// The run's refusal, here too: a token keyring that shares a secret
+	// with the ledger's would let whoever holds one derive the other's
+	// uses.
+	ledgerKeys, err := configuredKeyring(st)
+	if err != nil {
+		return err
+	}
+	if ledgerKeys != nil && sharesSecret(ring, ledgerKeys) {
+		return errSharedSecret
+	}
 	kr, err := unsubscribe.NewKeyring(ring)
 	if err != nil {
 		return err
@@ -117,13 +127,31 @@ func loadUnsubscribe(st *settings, ledgerKeys *digest.Keyring) (func(customerID 
 		return nil, usagef("DIGEST_UNSUBSCRIBE_URL is set but no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS)")
 	}
 	if sharesSecret(ring, ledgerKeys) {
-		return nil, usagef("the unsubscribe keyring shares a secret with the HMAC keyring: give it its own (head -c 32 /dev/urandom | base64)")
+		return nil, errSharedSecret
 	}
 	kr, err := unsubscribe.NewKeyring(ring)
 	if err != nil {
 		return nil, err
 	}
 	return func(customerID string) string { return tpl.Expand(kr.Token(customerID)) }, nil
+}
+
+// errSharedSecret refuses an unsubscribe keyring that shares a secret with
+// the HMAC keyring, in every command that reads it.
+var errSharedSecret = usagef("the unsubscribe keyring shares a secret with the HMAC keyring: give it its own (head -c 32 /dev/urandom | base64)")
+
+// configuredKeyring returns the HMAC keyring the settings name, or the
+// embedded ledger's keyring file when it exists, without creating one (as
+// loadKeyring would); nil when there is none.
+func configuredKeyring(st *settings) (*digest.Keyring, error) {
+	if st.HMACKeys != "" || st.HMACKeysFile != "" {
+		return loadKeyring(st, nil)
+	}
+	kr, err := digest.ReadKeyringFile(st.LedgerPath + ".keys")
+	if err != nil {
+		return nil, nil // none yet, or unreadable: the run will say
+	}
+	return kr, nil
 }
 
 // sharesSecret compares values derived from both keyrings, never secrets.

@@ -106,3 +106,57 @@ func TestMigrateDownToRefusesBadVersions(t *testing.T) {
 		t.Fatalf("migrate again: exit %d\n%s", code, stderr)
 	}
 }
+
+// A binary refuses, in words, a ledger schema it cannot use: one behind
+// it ("run digest migrate", exit 1: the Job's retry succeeds once the
+// migration ran); one ahead of it (a newer binary's, which only adds) is
+// used with a warning in the same words; and "migrate --down-to" refuses
+// while a run's claims are live.
+func TestSchemaVersionCheckedInWords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	vars := map[string]string{"DIGEST_DATABASE_URL": url, "DIGEST_HMAC_KEYS": testKeys}
+	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
+		t.Fatalf("migrate: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runMain(t, vars, "review", "list"); code != ExitOK {
+		t.Fatalf("review list on the current schema: exit %d\n%s", code, stderr)
+	}
+	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	key := digest.Key("k1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
+	week := digest.WeekOf(time.Now(), time.UTC)
+	res, err := store.Claim(ctx, []digest.ClaimRequest{{Keys: []digest.Key{key}, Fingerprint: "fp", Week: week, RunID: "r1", Lease: time.Hour}})
+	if err != nil || res[0].Outcome != digest.OutcomeClaimed {
+		t.Fatalf("claim: %v %+v", err, res)
+	}
+	code, _, stderr := runMain(t, vars, "migrate", "--down-to", "5")
+	if code != ExitFailure || !strings.Contains(stderr, "claims are live") {
+		t.Fatalf("migrate --down-to 5 with a live claim: exit %d, %q; want 1, refused", code, stderr)
+	}
+	if errs, err := store.Finish(ctx, []digest.Finish{{Key: key, Token: res[0].Token, State: digest.StateSent, ProviderRef: "p", RunID: "r1", Week: week}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if code, _, stderr := runMain(t, vars, "migrate", "--down-to", "5"); code != ExitOK {
+		t.Fatalf("migrate --down-to 5 once the claim ended: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = runMain(t, vars, "review", "list")
+	if code != ExitFailure || !strings.Contains(stderr, `at migration 5, this binary needs`) || !strings.Contains(stderr, `run \"digest migrate\"`) { // quoted in the JSON failure record
+		t.Fatalf("review list on a schema behind: exit %d, %q; want 1 saying to run digest migrate", code, stderr)
+	}
+	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
+		t.Fatalf("migrate: exit %d\n%s", code, stderr)
+	}
+	// A newer binary's migration.
+	if _, err := store.Pool().Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)`); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runMain(t, vars, "review", "list")
+	if code != ExitOK || !strings.Contains(stderr, "this binary is older than the ledger schema") || !strings.Contains(stderr, "migration 999") {
+		t.Fatalf("review list on a schema ahead: exit %d, %q; want 0 with a warning saying the binary is older", code, stderr)
+	}
+}

@@ -39,6 +39,14 @@ func TestUnsubscribeTokenCommand(t *testing.T) {
 	if code, _, errOut := runMain(t, nil, "unsubscribe-token", "cust_0001"); code != ExitUsage || !strings.Contains(errOut, "DIGEST_UNSUBSCRIBE_KEYS") {
 		t.Errorf("no keyring: exit %d, %q", code, errOut)
 	}
+	// The run's refusal of an unsubscribe keyring holding the ledger's
+	// secret, here too, for making a token and for checking one.
+	shared := map[string]string{"DIGEST_HMAC_KEYS": testKeys, "DIGEST_UNSUBSCRIBE_KEYS": "u9:" + strings.TrimPrefix(testKeys, "k1:")}
+	for _, args := range [][]string{{"unsubscribe-token", "cust_0001"}, {"unsubscribe-token", "--verify", lines[0]}} {
+		if code, out, errOut := runMain(t, shared, args...); code != ExitUsage || out != "" || !strings.Contains(errOut, "shares a secret with the HMAC keyring") {
+			t.Errorf("digest %v with the ledger's secret: exit %d, %q, %q; want 2, refused", args, code, out, errOut)
+		}
+	}
 }
 
 // A run refuses a bad unsubscribe configuration before doing anything.

@@ -45,7 +45,36 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 			return nil, fmt.Errorf("migrate embedded ledger: %w", err)
 		}
 	}
+	if err := checkSchema(ctx, store, log); err != nil {
+		store.Close()
+		return nil, err
+	}
 	return store, nil
+}
+
+// checkSchema refuses, in words, a ledger schema this binary cannot use:
+// one behind it, which lacks tables or columns it needs (exit 1: "digest
+// migrate" is a separate step that may be running, and the Job's retry
+// succeeds after it). A schema ahead of it, a newer binary's, is said in a
+// warning and used: migrations only add, so that an older binary keeps
+// working on a newer schema and rolling back is setting the image back
+// (docs/operations.md); the one that did not (00006) predates this check.
+func checkSchema(ctx context.Context, store ledger.Store, log *slog.Logger) error {
+	sc, err := store.Schema(ctx)
+	switch {
+	case errors.Is(err, ledger.ErrSchemaUnreadable):
+		log.Warn("ledger schema version not checked", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	switch err := sc.Err(); {
+	case errors.Is(err, ledger.ErrSchemaAhead):
+		log.Warn("ledger schema ahead of this binary", "err", err)
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // openStore opens PostgreSQL when cfg.DatabaseURL is set, else the SQLite

@@ -110,6 +110,12 @@ func TestBadInputConfiguration(t *testing.T) {
 			t.Errorf("%s: panicked\n%s", row.name, out)
 		}
 	}
+	// A malformed address in a snapshot line is quoted by its
+	// address_key, never as itself (docs/security.md).
+	r := e.Run("run", "--week", "2026-W48", "--snapshot", badLines)
+	if out := r.Stdout + r.Stderr; strings.Contains(out, "not-an-address") || !strings.Contains(out, `"address_key":"k1:`) {
+		t.Errorf("a bad snapshot line's address: want its address_key and never the address\n%s", out)
+	}
 	if n := e.MailpitCount(); n != 0 {
 		t.Fatalf("bad configuration sent %d messages", n)
 	}
@@ -141,6 +147,13 @@ func TestBadInputSourceRows(t *testing.T) {
 		{"NULL currency", `UPDATE digest_activity SET currency = NULL WHERE customer_id = $1`, 1, "could not be built", false},
 		{"unknown currency", `UPDATE digest_activity SET currency = 'XZZ' WHERE customer_id = $1`, 1, "ISO 4217", false},
 		{"negative amount", `UPDATE digest_activity SET amount_minor = -amount_minor WHERE customer_id = $1 AND amount_minor > 0`, 0, "run finished", false},
+		// The file's address rules, applied to the relations: never
+		// claimed (before, claimed and refused by the server: exit 0).
+		{"display name in email", `UPDATE digest_customers SET email = 'Jane Roe <' || email || '>' WHERE customer_id = $1`, 1, "could not be built", false},
+		{"space in email", `UPDATE digest_customers SET email = replace(email, '@', ' @') WHERE customer_id = $1`, 1, "could not be built", false},
+		{"bad locale", `UPDATE digest_customers SET locale = 'en_GB' WHERE customer_id = $1`, 1, "not a BCP 47", false},
+		{"bad kind", `UPDATE digest_activity SET kind = 'Card Payment' WHERE customer_id = $1`, 1, "not a kind", false},
+		{"lower-case currency", `UPDATE digest_activity SET currency = 'eur' WHERE customer_id = $1`, 1, "ISO 4217", false},
 	}
 	for _, row := range rows {
 		t.Run(strings.ReplaceAll(row.name, " ", "_"), func(t *testing.T) {
@@ -170,6 +183,15 @@ func TestBadInputSourceRows(t *testing.T) {
 			if r.Code != row.code || !r.Says(row.msg) {
 				t.Fatalf("exit %d, want %d with %q\n%s", r.Code, row.code, row.msg, out)
 			}
+			// No address in any log record, the malformed one included.
+			for a := range want {
+				if strings.Contains(out, a) {
+					t.Errorf("the run's output holds the address %s:\n%s", a, out)
+				}
+			}
+			if strings.Contains(row.name, "email") && row.name != "NULL email" && !strings.Contains(out, `"address_key":"k1:`) {
+				t.Errorf("the malformed address is not quoted by its address_key:\n%s", out)
+			}
 			if row.code == 0 {
 				e.AssertExactlyOnce(want)
 				return
@@ -190,7 +212,11 @@ func TestBadInputSourceRows(t *testing.T) {
 			}
 			// The fixed rows are altered rows: the victim was never
 			// claimed, so there is no fingerprint to differ from.
-			if _, err := e.Pool.Exec(ctx, `UPDATE digest_activity SET amount_minor = coalesce(amount_minor, 100), currency = 'EUR' WHERE customer_id = $1`, victim); err != nil {
+			if _, err := e.Pool.Exec(ctx, `UPDATE digest_activity SET amount_minor = coalesce(amount_minor, 100), currency = 'EUR',
+				kind = replace(kind, 'Card Payment', 'card_payment') WHERE customer_id = $1`, victim); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Pool.Exec(ctx, `UPDATE digest_customers SET locale = replace(locale, 'en_GB', 'en-GB') WHERE customer_id = $1`, victim); err != nil {
 				t.Fatal(err)
 			}
 			again := e.Run("run", "--week", week40s)

@@ -89,6 +89,9 @@ var tests = []test{
 	{"SuppressionFoundAfterRotation", testSuppressionFoundAfterRotation},
 	{"SuppressConcurrently", testSuppressConcurrently},
 	{"SuppressionRequestsValidated", testSuppressionRequestsValidated},
+	{"DurabilityHolds", testDurabilityHolds},
+	{"SchemaVersion", testSchemaVersion},
+	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
 }
 
 // poolTests need Driver.Pool.

@@ -31,7 +31,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 // what an operator runs, with this version's binary, before rolling the
 // image back past a migration the older binary cannot run on (00006
 // partitions receipts; the binaries before it claim ON CONFLICT (key)).
+//
+// It refuses while receipts are claimed under live leases (liveClaims):
+// a run sending on the older schema would fail mid-send.
 func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	if err := s.liveClaims(ctx); err != nil {
+		return err
+	}
 	return s.migrateTo(ctx, version)
 }
 

@@ -67,6 +67,16 @@ func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
 	if _, set := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}
+	// Every session commits with synchronous_commit on, whatever the
+	// server, database or role default: with off, PostgreSQL acknowledges
+	// a commit before its WAL is on disk, and a server crash then forgets
+	// claims and send marks it had acknowledged, so the next run sends
+	// those digests again. A startup parameter outranks the server's, the
+	// database's and the role's settings and the URL's options=-c. A
+	// stronger value named in the URL (remote_apply) is kept.
+	if v := pc.ConnConfig.RuntimeParams["synchronous_commit"]; v == "" || !durableCommit(v) {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)

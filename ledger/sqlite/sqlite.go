@@ -104,8 +104,12 @@ func (s *Store) Close() error { return errors.Join(s.stmts.close(), s.db.Close()
 // the same file take turns.
 func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, migrate.Latest) }
 
-// MigrateDownTo rolls the schema back to version, under Migrate's lock.
+// MigrateDownTo rolls the schema back to version, under Migrate's lock,
+// unless receipts are claimed under live leases (liveClaims).
 func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	if err := s.liveClaims(ctx); err != nil {
+		return err
+	}
 	return s.migrateTo(ctx, version)
 }
 

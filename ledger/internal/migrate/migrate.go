@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 )
@@ -53,4 +55,21 @@ func To(ctx context.Context, dialect goose.Dialect, db *sql.DB, fsys fs.FS, log 
 		log.InfoContext(ctx, "ledger schema already at or below the version", "version", version)
 	}
 	return nil
+}
+
+// Last returns the version of the last migration in fsys (NNNNN_name.sql),
+// the one a schema must be at for this binary.
+func Last(fsys fs.FS) int64 {
+	names, _ := fs.Glob(fsys, "*.sql")
+	var last int64
+	for _, n := range names {
+		i := strings.IndexFunc(n, func(r rune) bool { return r < '0' || r > '9' })
+		if i < 1 {
+			continue
+		}
+		if v, err := strconv.ParseInt(n[:i], 10, 64); err == nil && v > last {
+			last = v
+		}
+	}
+	return last
 }

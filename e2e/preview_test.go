@@ -209,7 +209,7 @@ func TestPreviewNamesOutOfOrderLine(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, path+":2") || !strings.Contains(r.Stderr, "must be sorted by customer_id") || strings.Contains(r.Stderr, "not in the source") {
 		t.Fatalf("preview of a customer out of order: exit %d, want 1 naming line 2\n%s", r.Code, r.Stderr)
 	}
-	if r := e.Run("preview", "--snapshot", path, "--customer", "cust_z", "--week", "2026-W48"); r.Code != 2 || !strings.Contains(r.Stderr, `customer "cust_z" is not in the source`) {
+	if r := e.Run("preview", "--snapshot", path, "--customer", "cust_z", "--week", "2026-W48"); r.Code != 2 || !r.Says(`customer "cust_z" is not in the source`) {
 		t.Fatalf("an absent customer: exit %d, want 2\n%s", r.Code, r.Stderr)
 	}
 }

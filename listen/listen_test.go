@@ -404,7 +404,9 @@ func FuzzRouteToken(f *testing.F) {
 				t.Fatalf("Token(%q) accepted %q", path, tok)
 			}
 		}
-		if customer == "" || len(customer) > digest.MaxFieldLen {
+		// Only a customer id a source accepts gets a token (NUL, for one,
+		// is a bad record; the token pads the id with NULs).
+		if digest.CheckCustomerID(customer) != nil {
 			return
 		}
 		u, err := url.Parse(must(unsubscribe.ParseTemplate(template)).Expand(tokens.Token(customer)))

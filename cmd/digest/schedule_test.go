@@ -128,7 +128,7 @@ func TestScheduleRetriesAnIncompleteWeekUntilItCompletes(t *testing.T) {
 		relay.refuse.Store(false) // the relay is back
 		return nil
 	}
-	s.tick(context.Background())
+	s.tick(withScheduleMetrics(context.Background(), reg)) // as startScheduleMetrics hands it to the runs
 
 	if len(waits) != 1 || waits[0] != defaultRetryMin {
 		t.Fatalf("waits %v; want one retry after %s\n%s", waits, defaultRetryMin, logs.String())
@@ -179,6 +179,22 @@ func TestScheduleRetriesAnIncompleteWeekUntilItCompletes(t *testing.T) {
 	}
 	if got["digest_schedule_retries_total"] != 1 || got["digest_schedule_behind"] != 0 {
 		t.Errorf("digest_schedule_retries_total %v, digest_schedule_behind %v; want 1 and 0", got["digest_schedule_retries_total"], got["digest_schedule_behind"])
+	}
+	// The schedule serves the week's state as a run would push it: the
+	// alerts on digest_week_* (DigestNoRecentWeekComplete) see the week
+	// complete, labelled by week.
+	week := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "week" && l.GetValue() == "2026-W48" && strings.HasPrefix(mf.GetName(), "digest_week_") {
+					week[mf.GetName()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if week["digest_week_complete"] != 1 || week["digest_week_end_timestamp_seconds"] != float64(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).Unix()) {
+		t.Errorf("week state served by the schedule: %v; want 2026-W48 complete, ending 2026-11-30", week)
 	}
 }
 

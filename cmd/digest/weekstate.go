@@ -125,25 +125,31 @@ func pushWeekState(ctx context.Context, env *Env, st *settings, log *slog.Logger
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
+	if err := metrics.PushWeekState(ctx, st.PushgatewayURL, nil, weekStateOf(ws, env.now())); err != nil {
+		log.Error("metrics: week state push failed", "week", ws.Week, "err", err)
+	}
+}
+
+// weekStateOf is ws as the week-state metric carries it.
+func weekStateOf(ws *weekStatus, at time.Time) metrics.WeekState {
 	customers := map[string]int64{}
 	for o, n := range ws.Customers {
 		customers[string(o)] = n
 	}
-	s := metrics.WeekState{Week: ws.Week, End: ws.WeekEnd, Complete: ws.Verdict == verdictComplete,
-		NeedsReview: ws.NeedsReview, Customers: customers, At: env.now()}
-	if err := metrics.PushWeekState(ctx, st.PushgatewayURL, nil, s); err != nil {
-		log.Error("metrics: week state push failed", "week", ws.Week, "err", err)
-	}
+	return metrics.WeekState{Week: ws.Week, End: ws.WeekEnd, Complete: ws.Verdict == verdictComplete,
+		NeedsReview: ws.NeedsReview, Customers: customers, At: at}
 }
 
 // pushWeekOf computes the week's whole status (every shard) and pushes it,
 // when DIGEST_PUSHGATEWAY_URL is set: after every run of the week, so
 // that the week's state is current whatever the run's exit code said.
 //
-// "digest schedule" serves its metrics instead of pushing: its runs push
-// no week state ("digest status" run beside it does).
+// "digest schedule" serves its metrics instead of pushing: its runs put
+// the week's state among the metrics it serves (labelled by week), so
+// that the alerts on digest_week_* see its weeks as they see pushed ones.
 func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, source digest.Source, q statusQuery) {
-	if _, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry); scheduled || st.PushgatewayURL == "" {
+	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
+	if !scheduled && st.PushgatewayURL == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
@@ -152,6 +158,10 @@ func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, s
 	ws, _, _, err := computeStatus(ctx, store, source, q)
 	if err != nil {
 		log.Error("metrics: week state not pushed: the week's status failed", "week", q.spec.Week.String(), "err", err)
+		return
+	}
+	if scheduled {
+		reg.ObserveWeekState(weekStateOf(ws, env.now()))
 		return
 	}
 	pushWeekState(ctx, env, st, log, ws)

@@ -14,6 +14,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,6 +63,9 @@ type Run struct {
 // methods are safe for concurrent use.
 type Registry struct {
 	reg *prometheus.Registry
+
+	weekOnce sync.Once
+	weeks    *weekStates // "digest schedule"'s week states, once one is observed
 
 	digests      *lastRun
 	ledgerCalls  *lastRun

@@ -143,6 +143,10 @@ var (
 	// ErrNotSent: a receipt not known to be sent is not acknowledged
 	// unless the operator says so: release sends it.
 	ErrNotSent = errors.New("receipt was not sent, or maybe not: release it so the next run sends it, or acknowledge naming unsent to close it unsent")
+	// ErrMaybeSent: a held receipt's send may have reached the provider,
+	// and nothing says it did not: releasing it could send the customer a
+	// second copy (see ReleaseWithEvidence).
+	ErrMaybeSent = errors.New("receipt may have been sent (held): no look-up found it missing at the provider, and releasing it could send a second copy")
 	// ErrInvalid: a request is malformed (a programming error).
 	ErrInvalid = errors.New("invalid ledger request")
 )

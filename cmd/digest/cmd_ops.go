@@ -198,7 +198,10 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	res, err := store.Prune(ctx, ledger.PruneRequest{Before: env.now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	// The age, not a cutoff from env.now(): the ledger cuts by its own
+	// clock, so a machine whose clock runs ahead cannot take the receipts
+	// of a week being run (ledger.PruneRequest).
+	res, err := store.Prune(ctx, ledger.PruneRequest{OlderThan: d, IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
 	if err != nil {
 		return err
 	}

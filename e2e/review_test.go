@@ -16,7 +16,8 @@ import (
 // An operator's day: a crashed run left two sends that may have reached
 // the provider; with no look-up the next run holds them (exit 4); the
 // operator finds one at the provider and marks it sent, releases the
-// other, and the next run sends exactly that one.
+// other (the release asks the look-up, which has no such message), and
+// the next run sends exactly that one.
 func TestReviewHeldRowsMarkSentAndRelease(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -47,7 +48,10 @@ func TestReviewHeldRowsMarkSentAndRelease(t *testing.T) {
 		t.Fatalf("release without --reason: exit %d, want 2", r.Code)
 	}
 	e.MustRun("review", "mark-sent", string(keys[0]), "--ref", "provider-123", "--reason", "found in provider activity", "--by", "alice")
-	e.MustRun("review", "release", string(keys[1]), "--reason", "not in provider logs", "--by", "alice")
+	rel := e.RunEnv([]string{"DIGEST_LOOKUP_URL=mailpit+" + e.Mailpit.APIURL()}, "review", "release", string(keys[1]), "--reason", "not in provider logs", "--by", "alice")
+	if rel.Code != 0 || !strings.Contains(rel.Stdout, "released "+string(keys[1])) {
+		t.Fatalf("release of a held receipt the look-up does not find: exit %d\n%s%s", rel.Code, rel.Stdout, rel.Stderr)
+	}
 	if r := e.Run("review", "release", string(keys[0]), "--reason", "again"); r.Code != 1 || !strings.Contains(r.Stderr, "wrong state") {
 		t.Fatalf("releasing a sent receipt: exit %d, %q; want 1 and a wrong-state error", r.Code, r.Stderr)
 	}

@@ -17,7 +17,8 @@ import (
 // started (the takeover kept it); "review list --json" lists them; one of
 // them did reach the provider, and "mark-sent --week --from-provider"
 // finds and marks exactly that one; "release --week --state held"
-// releases the other two, which the next run sends.
+// without a look-up refuses the other two (they may have been sent), and
+// with --accept-duplicates releases them, and the next run sends them.
 func TestReviewWholeWeek(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -64,11 +65,18 @@ func TestReviewWholeWeek(t *testing.T) {
 	if marked.Code != 0 || !strings.Contains(marked.Stdout, "marked 1 held receipts") || !strings.Contains(marked.Stdout, "2 not found") {
 		t.Fatalf("mark-sent --from-provider: exit %d\n%s%s", marked.Code, marked.Stdout, marked.Stderr)
 	}
-	released := e.MustRun("review", "release", "--week", "2026-W40", "--state", "held", "--reason", "not at the provider (OPS-150)", "--by", "alice")
+	refused := e.Run("review", "release", "--week", "2026-W40", "--state", "held", "--reason", "not at the provider (OPS-150)", "--by", "alice")
+	if refused.Code != 1 || !strings.Contains(refused.Stderr, "refused to release 2 maybe-sent receipts") || !strings.Contains(refused.Stderr, "--accept-duplicates") {
+		t.Fatalf("release --week of maybe-sent receipts without a look-up: exit %d, want 1 naming the count\n%s%s", refused.Code, refused.Stdout, refused.Stderr)
+	}
+	if r := e.Receipts(); r["held"] != 2 {
+		t.Fatalf("receipts %v after a refused release, want 2 still held", r)
+	}
+	released := e.MustRun("review", "release", "--week", "2026-W40", "--state", "held", "--reason", "not at the provider (OPS-150)", "--by", "alice", "--accept-duplicates")
 	if !strings.Contains(released.Stdout, "released 2 held receipts") {
 		t.Fatalf("release --week: %s", released.Stdout)
 	}
-	for i, wantHist := range []string{"found at the provider by look-up; outage OPS-150", "not at the provider (OPS-150)"} {
+	for i, wantHist := range []string{"found at the provider by look-up; outage OPS-150", "duplicates accepted; not at the provider (OPS-150)"} {
 		if h := e.MustRun("review", "show", string(keys[i])); !strings.Contains(h.Stdout, wantHist) || !strings.Contains(h.Stdout, "alice") {
 			t.Fatalf("the history of %s lacks %q:\n%s", keys[i], wantHist, h.Stdout)
 		}
@@ -82,6 +90,53 @@ func TestReviewWholeWeek(t *testing.T) {
 	if r := e.Receipts(); r["held"] != 0 || r["sent"] != len(want) {
 		t.Fatalf("receipts %v after review", r)
 	}
+}
+
+// Releasing held receipts needs evidence: "review release" asks the
+// look-up first. The one whose message is in Mailpit is marked sent, not
+// released, and never sent again; the two the provider does not have are
+// released, and the next run sends exactly those. Without a look-up, or
+// with one that cannot tell, a maybe-sent receipt is refused (exit 1,
+// with the count), in bulk and by key.
+func TestReleaseOfHeldNeedsEvidence(t *testing.T) {
+	t.Parallel()
+	e := e2etest.NewEnv(t)
+	e.Unset("DIGEST_LOOKUP_URL")
+	want := e.Seed(20, week40)
+	keys, emails := crashedSends(t, e, 20, 3)
+	if held := e.Run("run", "--week", "2026-W40", "--ambiguous", "hold"); held.Code != 4 || held.Count(t, "held") != 3 {
+		t.Fatalf("run after the crash: exit %d, held %d; want 4 and 3\n%s", held.Code, held.Count(t, "held"), held.Stderr)
+	}
+	deliverAsCrashed(t, e, keys[0], emails[0]) // it did reach the provider
+
+	bulk := []string{"review", "release", "--week", "2026-W40", "--state", "held", "--reason", "OPS-151"}
+	if r := e.Run(bulk...); r.Code != 1 || !strings.Contains(r.Stderr, "refused to release 3 maybe-sent receipts") || !strings.Contains(r.Stdout, "released 0 held receipts") {
+		t.Fatalf("release --week without a look-up: exit %d, want 1 refusing 3\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.Run("review", "release", string(keys[1]), "--reason", "OPS-151"); r.Code != 1 || !strings.Contains(r.Stderr, "refused to release 1 maybe-sent receipt") {
+		t.Fatalf("release KEY without a look-up: exit %d, want 1\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	down := []string{"DIGEST_LOOKUP_URL=mailpit+http://127.0.0.1:1"}
+	if r := e.RunEnv(down, bulk...); r.Code != 1 || !strings.Contains(r.Stderr, "refused to release 3 maybe-sent receipts") || !strings.Contains(r.Stderr, "could not tell (3 failed)") {
+		t.Fatalf("release --week with a look-up that cannot tell: exit %d, want 1 refusing 3\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.Receipts(); r["held"] != 3 {
+		t.Fatalf("receipts %v after refused releases, want 3 still held", r)
+	}
+
+	up := []string{"DIGEST_LOOKUP_URL=mailpit+" + e.Mailpit.APIURL()}
+	r := e.RunEnv(up, bulk...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "released 2 held receipts") || !strings.Contains(r.Stdout, "1 found at the provider and marked sent") {
+		t.Fatalf("release --week with the look-up: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if h := e.MustRun("review", "show", string(keys[0])); !strings.Contains(h.Stdout, "found at the provider by look-up; OPS-151") {
+		t.Fatalf("the history of the receipt found at the provider:\n%s", h.Stdout)
+	}
+	next := e.MustRun("run", "--week", "2026-W40", "--ambiguous", "hold")
+	if next.Count(t, "sent") != 2 {
+		t.Fatalf("the run after the release sent %d, want the 2 released", next.Count(t, "sent"))
+	}
+	e.AssertExactlyOnce(want)
 }
 
 // lineWithTime reports whether out has a line starting with label that

@@ -143,6 +143,10 @@ var (
 	// ErrNotSent: a receipt not known to be sent is not acknowledged
 	// unless the operator says so: release sends it.
 	ErrNotSent = errors.New("receipt was not sent, or maybe not: release it so the next run sends it, or acknowledge naming unsent to close it unsent")
+	// ErrMaybeSent: a held receipt's send may have reached the provider,
+	// and nothing says it did not: releasing it could send the customer a
+	// second copy (see ReleaseWithEvidence).
+	ErrMaybeSent = errors.New("receipt may have been sent (held): no look-up found it missing at the provider, and releasing it could send a second copy")
 	// ErrInvalid: a request is malformed (a programming error).
 	ErrInvalid = errors.New("invalid ledger request")
 )
@@ -296,10 +300,25 @@ func (c Counts) sum(states []digest.State) int64 {
 // or quarantined ones when named). A claimed receipt (a run holds it, or held it and
 // crashed, perhaps mid-send) and a retryable one (perhaps maybe-sent) are
 // live evidence and are kept whatever their age, as is every receipt of a
-// week whose run started at or after Before (Ledger.StartWeek).
+// week whose run started at or after the cutoff (Ledger.StartWeek).
+//
+// The cutoff is OlderThan before the ledger's clock: the store reads the
+// time where the rows are, so that a prune on a machine whose clock is
+// far ahead cannot take the receipts of a week run seconds earlier.
+// PostgreSQL's store takes the earlier of the server's now() and its own
+// clock (Config.Now): a process clock behind only prunes less, and the
+// contract suite's fake clocks keep working. SQLite's store uses its own
+// clock: the embedded ledger has no server, the process that runs the
+// statement is the database, and its clock is the one that stamped every
+// row it compares.
 type PruneRequest struct {
-	// Before: receipts last updated, and observations recorded, before it.
-	// Required.
+	// OlderThan: receipts last updated, and observations recorded, more
+	// than this long before the ledger's clock (see above). "digest
+	// prune" sets it.
+	OlderThan time.Duration
+	// Before is an absolute cutoff, the caller's clock, used instead of
+	// OlderThan: only for callers whose clock is the ledger's (tests with
+	// a fake clock given to both). Exactly one of the two is set.
 	Before time.Time
 	// IncludeHeld and IncludeQuarantined also remove those receipts, which
 	// are otherwise kept whatever their age.
@@ -323,10 +342,19 @@ func (p PruneRequest) PrunableStates() []string {
 }
 
 func (p PruneRequest) Validate() error {
-	if p.Before.IsZero() {
-		return fmt.Errorf("%w: prune needs a cutoff", ErrInvalid)
+	if p.Before.IsZero() == (p.OlderThan <= 0) {
+		return fmt.Errorf("%w: prune needs a cutoff: an age (OlderThan) or a time (Before)", ErrInvalid)
 	}
 	return nil
+}
+
+// Cutoff returns the time Prune compares with: Before, or OlderThan
+// before now, the ledger's clock (see PruneRequest).
+func (p PruneRequest) Cutoff(now time.Time) time.Time {
+	if p.OlderThan > 0 {
+		return now.Add(-p.OlderThan)
+	}
+	return p.Before
 }
 
 // PruneResult is what a prune removed (or, dry, would remove).

@@ -198,7 +198,10 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	res, err := store.Prune(ctx, ledger.PruneRequest{Before: env.now().Add(-d), IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	// The age, not a cutoff from env.now(): the ledger cuts by its own
+	// clock, so a machine whose clock runs ahead cannot take the receipts
+	// of a week being run (ledger.PruneRequest).
+	res, err := store.Prune(ctx, ledger.PruneRequest{OlderThan: d, IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -240,8 +243,8 @@ func parseAge(s string) (time.Duration, error) {
 const reviewHelp = `Usage:
   digest review list [--state held|quarantined] [--week YYYY-Www] [--limit N] [--json]
   digest review show KEY
-  digest review release KEY --reason TEXT [--by NAME]
-  digest review release --week YYYY-Www --state held|quarantined --reason TEXT [--by NAME]
+  digest review release KEY --reason TEXT [--accept-duplicates] [--by NAME]
+  digest review release --week YYYY-Www --state held|quarantined --reason TEXT [--accept-duplicates] [--by NAME]
   digest review mark-sent KEY --ref PROVIDER_REF --reason TEXT [--by NAME]
   digest review mark-sent --week YYYY-Www --from-provider --reason TEXT [--by NAME]
   digest review acknowledge KEY --reason TEXT [--unsent] [--by NAME]
@@ -276,18 +279,29 @@ that week: release and acknowledge those in --state; mark-sent
 --from-provider asks the look-up (DIGEST_LOOKUP_URL, from the environment)
 about each held one, marks sent those it finds, and leaves the rest held.
 
+Releasing a held receipt needs evidence that its message did not reach
+the provider, since the next run sends it without asking: release (by KEY
+or --week) first asks the look-up (DIGEST_LOOKUP_URL) about each held
+receipt. Found: it is marked sent, not released. Not found: released.
+Without a look-up, or when it cannot tell, the receipt is refused and
+stays held (exit 1, with the count), unless --accept-duplicates says you
+release it knowing its customer may get the digest twice (kept in the
+history). A quarantined receipt keeps its maybe-sent mark when released:
+the next run looks it up itself.
+
 Exit codes: 0 done (a bulk action also when some receipts were left: it
 says how many and why), 1 the receipt is missing or in the wrong state for
-the action (acknowledge of one not known to be sent without --unsent), 2
-usage.
+the action (acknowledge of one not known to be sent without --unsent; a
+release that refused maybe-sent receipts: it says how many), 2 usage.
 
 Examples:
   digest review list
   digest review show k1:3f2a...
-  digest review release k1:3f2a... --reason "not in provider logs (ticket OPS-142)"
+  digest review release k1:3f2a... --reason "not in provider logs (ticket OPS-142)" --accept-duplicates
   digest review mark-sent k1:3f2a... --ref 0a1b2c --reason "found in provider activity"
   digest review mark-sent --week 2026-W48 --from-provider --reason "provider outage OPS-150"
-  digest review release --week 2026-W48 --state held --reason "not at the provider (OPS-150)"
+  DIGEST_LOOKUP_URL=postmark+https://api.postmarkapp.com digest review release --week 2026-W48 --state held --reason "outage OPS-150"
+  digest review release --week 2026-W48 --state held --reason "provider confirmed none delivered (OPS-150)" --accept-duplicates
   digest review list --week 2026-W48 --json
   digest review acknowledge --week 2026-W48 --state quarantined --reason "email changed after the send (OPS-160)"
   digest review list --week 2026-W48 --state failed
@@ -303,6 +317,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	unsent := fs.Bool("unsent", false, "acknowledge: also close receipts not known to be sent (their customer never gets this digest; release is what sends them)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
 	ref := fs.String("ref", "", "the provider's reference of the message (mark-sent)")
+	acceptDuplicates := fs.Bool("accept-duplicates", false, "release: also release held (maybe-sent) receipts no look-up found missing at the provider; their customers may get the digest twice")
 	fromProvider := fs.Bool("from-provider", false, "mark-sent --week: ask the look-up (DIGEST_LOOKUP_URL) about every held receipt of the week")
 	asJSON := fs.Bool("json", false, "list: print JSON (for scripts) instead of a table")
 	pos, err := parse(fs, args)
@@ -318,7 +333,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	}
 	acts := sub == "release" || sub == "mark-sent" || sub == "acknowledge"
 	if acts && len(rest) == 0 && *week != "" {
-		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent)
+		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent, *acceptDuplicates)
 	}
 	var key digest.Key
 	if sub != "list" {
@@ -354,10 +369,26 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	case "show":
 		return reviewShow(ctx, env, store, key)
 	case "release":
-		if err := store.Release(ctx, key, act); err != nil {
+		lookup, err := openLookup(st)
+		if err != nil {
+			return err
+		}
+		did, lookupErr, err := ledger.ReleaseWithEvidence(ctx, store, key, lookup, *acceptDuplicates, act)
+		if errors.Is(err, ledger.ErrMaybeSent) {
+			n := 0
+			if lookupErr != nil {
+				n = 1
+			}
+			return &exitError{code: ExitFailure, err: fmt.Errorf("%s: refused to release 1 maybe-sent receipt: %s", key, maybeSentAdvice(lookup, n))}
+		}
+		if err != nil {
 			return reviewErr(key, err)
 		}
-		fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
+		if did == ledger.FoundAtProvider {
+			fmt.Fprintf(env.Stdout, "%s found at the provider: marked sent, not released\n", key)
+		} else {
+			fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
+		}
 		pushReviewedKey(ctx, env, st, store, key)
 		return nil
 	case "mark-sent":

@@ -13,7 +13,7 @@ import (
 
 // reviewWeek runs a bulk action on one week's receipts: release --state,
 // acknowledge --state, or mark-sent --from-provider.
-func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider, unsent bool) error {
+func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider, unsent, acceptDuplicates bool) error {
 	w, err := digest.ParseISOWeek(week)
 	if err != nil {
 		return usagef("--week: %v", err)
@@ -30,6 +30,11 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 	case "release", "acknowledge":
 		if state != string(digest.StateHeld) && state != string(digest.StateQuarantined) {
 			return usagef("%s --week needs --state held or --state quarantined: say which receipts of the week to %s", sub, sub)
+		}
+		if sub == "release" {
+			if lookup, err = openLookup(st); err != nil {
+				return err
+			}
 		}
 	case "mark-sent":
 		if !fromProvider || ref != "" {
@@ -64,15 +69,21 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		return nil
 	}
 	if sub == "release" {
-		res, err := ledger.ReleaseWeek(ctx, store, w, digest.State(state), act)
+		res, err := ledger.ReleaseWeek(ctx, store, w, digest.State(state), lookup, acceptDuplicates, act)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "released %d %s receipts of %s: the next run sends them", res.Done, state, w)
+		if res.MarkedSent > 0 {
+			fmt.Fprintf(env.Stdout, "; %d found at the provider and marked sent, not released", res.MarkedSent)
+		}
 		if res.Skipped > 0 {
 			fmt.Fprintf(env.Stdout, " (%d skipped: changed meanwhile, or sent under quarantine)", res.Skipped)
 		}
 		fmt.Fprintln(env.Stdout)
+		if res.Refused > 0 {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("refused to release %d maybe-sent receipts of %s: %s", res.Refused, w, maybeSentAdvice(lookup, res.Errors))}
+		}
 		return nil
 	}
 	res, err := ledger.MarkSentFromProvider(ctx, store, w, lookup, act)
@@ -85,6 +96,16 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		return &exitError{code: ExitIncomplete, err: fmt.Errorf("%d look-ups failed; run it again later", res.Errors)}
 	}
 	return nil
+}
+
+// maybeSentAdvice says why a release of maybe-sent receipts was refused
+// and what the operator can do; lookupErrors of them the look-up could
+// not tell.
+func maybeSentAdvice(lookup digest.Lookup, lookupErrors int) string {
+	if lookup == nil {
+		return "their send may have reached the provider and no look-up (DIGEST_LOOKUP_URL) can tell; find them at the provider and mark-sent them, or release with --accept-duplicates to send them again knowing some customers may get the digest twice"
+	}
+	return fmt.Sprintf("their send may have reached the provider and the look-up could not tell (%d failed); run it again later, or release with --accept-duplicates to send them again knowing some customers may get the digest twice", lookupErrors)
 }
 
 // listedReceipt is one receipt of "review list --json".

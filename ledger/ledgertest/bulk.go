@@ -30,7 +30,7 @@ func testBulkActionsOnOneWeek(t *testing.T, be Driver) {
 	s, _, _ := fresh(t, be)
 	ctx := context.Background()
 	var held []digest.Key
-	for _, c := range []string{"c1", "c2", "c3", "c4"} {
+	for _, c := range []string{"c1", "c2", "c3", "c4", "c5"} {
 		k := keys(t, c)
 		hold(t, s, k)
 		held = append(held, k[0])
@@ -44,7 +44,7 @@ func testBulkActionsOnOneWeek(t *testing.T, be Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (ledger.BulkResult{Done: 2, NotFound: 1, Errors: 1}) {
+	if res != (ledger.BulkResult{Done: 2, NotFound: 2, Errors: 1}) {
 		t.Fatalf("mark-sent from provider: %+v", res)
 	}
 	r, events := show(t, s, held[0])
@@ -52,22 +52,51 @@ func testBulkActionsOnOneWeek(t *testing.T, be Driver) {
 		t.Fatalf("marked receipt: %+v, last event %+v", r, events[len(events)-1])
 	}
 
-	res, err = ledger.ReleaseWeek(ctx, s, week, digest.StateHeld, op)
-	if err != nil || res.Done != 2 {
-		t.Fatalf("release week: %+v, %v; want 2 released", res, err)
+	// Held receipts may have reached the provider: without a look-up
+	// nothing is released, unless the operator accepts duplicates.
+	res, err = ledger.ReleaseWeek(ctx, s, week, digest.StateHeld, nil, false, op)
+	if err != nil || res != (ledger.BulkResult{Refused: 3}) {
+		t.Fatalf("release week without a look-up: %+v, %v; want 3 refused", res, err)
 	}
 	for _, k := range held[2:] {
-		if r, _ := show(t, s, k); r.State != digest.StateRetryable {
-			t.Errorf("%s: %s, want retryable", k, r.State)
+		if r, _ := show(t, s, k); r.State != digest.StateHeld {
+			t.Errorf("%s: %s after a refused release, want held", k, r.State)
 		}
+	}
+	// With one: found is marked sent, not found released, a look-up that
+	// could not tell refused.
+	l = scriptedLookup{found: map[digest.Key]string{held[3]: "ref-3"}, fail: map[digest.Key]bool{held[2]: true}}
+	res, err = ledger.ReleaseWeek(ctx, s, week, digest.StateHeld, l, false, op)
+	if err != nil || res != (ledger.BulkResult{Done: 1, MarkedSent: 1, Refused: 1, Errors: 1}) {
+		t.Fatalf("release week with a look-up: %+v, %v; want 1 released, 1 marked sent, 1 refused", res, err)
+	}
+	if r, _ := show(t, s, held[3]); r.State != digest.StateSent || r.ProviderRef != "ref-3" {
+		t.Errorf("found by the release's look-up: %s %q, want sent ref-3", r.State, r.ProviderRef)
+	}
+	if r, _ := show(t, s, held[4]); r.State != digest.StateRetryable || r.MaybeSent {
+		t.Errorf("not found by the release's look-up: %s maybe sent %v, want retryable", r.State, r.MaybeSent)
+	}
+	if r, _ := show(t, s, held[2]); r.State != digest.StateHeld {
+		t.Errorf("look-up failed: %s, want still held", r.State)
+	}
+	res, err = ledger.ReleaseWeek(ctx, s, week, digest.StateHeld, l, true, op)
+	if err != nil || res != (ledger.BulkResult{Done: 1, Errors: 1}) {
+		t.Fatalf("release week accepting duplicates: %+v, %v; want 1 released", res, err)
+	}
+	r, events = show(t, s, held[2])
+	if r.State != digest.StateRetryable || !strings.Contains(events[len(events)-1].Detail, "duplicates accepted") {
+		t.Errorf("released accepting duplicates: %s, last event %+v", r.State, events[len(events)-1])
+	}
+	if _, _, err := ledger.ReleaseWithEvidence(ctx, s, held[0], nil, true, op); !errors.Is(err, ledger.ErrWrongState) {
+		t.Errorf("release of a sent receipt: %v, want ErrWrongState", err)
 	}
 	if r, _ := show(t, s, c.Key); r.State != digest.StateHeld {
 		t.Errorf("another week's receipt: %s, want still held", r.State)
 	}
-	if _, err := ledger.ReleaseWeek(ctx, s, week, digest.StateSent, op); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := ledger.ReleaseWeek(ctx, s, week, digest.StateSent, nil, false, op); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("release of sent receipts: %v, want ErrInvalid", err)
 	}
-	if _, err := ledger.ReleaseWeek(ctx, s, digest.ISOWeek{}, digest.StateHeld, op); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := ledger.ReleaseWeek(ctx, s, digest.ISOWeek{}, digest.StateHeld, nil, false, op); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("release without a week: %v, want ErrInvalid", err)
 	}
 }

@@ -186,7 +186,8 @@ func testPruneLeavesTombstones(t *testing.T, be Driver) {
 
 // A week whose run started at or after the cutoff keeps every receipt: a
 // backfill of an old week must not see its receipts vanish mid-run. A
-// start before the cutoff protects nothing.
+// start before the cutoff protects nothing. The first cutoff is an age
+// before the ledger's clock, as "digest prune" asks.
 func testPruneKeepsAWeekUnderRun(t *testing.T, be Driver) {
 	s, clk, _ := fresh(t, be)
 	send(t, s, keys(t, "a"), "ref-1")
@@ -196,13 +197,15 @@ func testPruneKeepsAWeekUnderRun(t *testing.T, be Driver) {
 	if stone := startWeek(t, s, pinOf(week, "v9"), clk.Now()); stone != nil {
 		t.Fatalf("start: %+v", stone)
 	}
-	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(-horizon)}); res.Receipts != 0 {
+	if res := mustPrune(t, s, ledger.PruneRequest{OlderThan: horizon}); res.Receipts != 0 {
 		t.Fatalf("pruned a week under run: %+v", res)
 	}
 	if got := tombstones(t, s, digest.ISOWeek{}); len(got) != 0 {
 		t.Fatalf("tombstones %+v", got)
 	}
 	clk.Advance(horizon + time.Hour)
+	// Before, the caller's cutoff: PostgreSQL's store cuts an age by the
+	// earlier of the server's clock and this fake one, now ahead of it.
 	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(-horizon)}); res.Receipts != 2 {
 		t.Fatalf("a run started before the cutoff still protects: %+v", res)
 	}
@@ -212,6 +215,10 @@ func testPruneRefusesNoCutoff(t *testing.T, be Driver) {
 	s, _, _ := fresh(t, be)
 	if _, err := s.Prune(context.Background(), ledger.PruneRequest{}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Fatalf("prune without a cutoff: %v, want ErrInvalid", err)
+	}
+	both := ledger.PruneRequest{OlderThan: time.Hour, Before: time.Now()}
+	if _, err := s.Prune(context.Background(), both); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("prune with an age and a time: %v, want ErrInvalid", err)
 	}
 }
 

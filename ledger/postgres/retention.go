@@ -59,6 +59,13 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	if err := p.Validate(); err != nil {
 		return ledger.PruneResult{}, err
 	}
+	cutoff, err := s.pruneCutoff(ctx, p)
+	if err != nil {
+		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
+	}
+	// Fixed once: every statement below compares with the same cutoff,
+	// which only gets further behind the server's clock as they run.
+	p.Before, p.OlderThan = cutoff, 0
 	if p.DryRun {
 		res, err := s.prunable(ctx, p)
 		if err != nil {
@@ -103,6 +110,27 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		s.ensurePartitionsAhead(ctx)
 	}
 	return res, nil
+}
+
+// pruneCutoff is p's cutoff by the ledger's clock (see ledger.PruneRequest):
+// OlderThan before the earlier of the server's now() and the store's own
+// clock. The server's clock is the one a prune must trust: a prune whose
+// machine runs ahead would otherwise take the receipts of a week run
+// seconds earlier. The store's clock only ever moves the cutoff back (a
+// process behind prunes less), and is what the contract suite's fake
+// clocks set.
+func (s *Store) pruneCutoff(ctx context.Context, p ledger.PruneRequest) (time.Time, error) {
+	if p.OlderThan <= 0 {
+		return p.Before, nil
+	}
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return time.Time{}, err
+	}
+	if own := s.nowUTC(); own.Before(now) {
+		now = own
+	}
+	return p.Cutoff(now).UTC().Truncate(time.Microsecond), nil
 }
 
 // prunable is a dry run: what Prune would remove, by week, with the weeks

@@ -36,10 +36,15 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
-	args := []any{p.Before.UnixMicro(), string(states)}
 	var res ledger.PruneResult
 	err = s.write(ctx, func(tx sqliteTx) error {
 		res = ledger.PruneResult{}
+		// The store's clock is the database's: the embedded ledger has no
+		// server, and this process's clock stamped every row compared
+		// here. Read under the write lock, so a StartWeek committed just
+		// before is compared with a later time, never an earlier one.
+		cutoff := p.Cutoff(s.now()).UnixMicro()
+		args := []any{cutoff, string(states)}
 		rows, err := tx.QueryContext(ctx, prunableByWeekSQL, args...)
 		if err != nil {
 			return err
@@ -74,7 +79,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, pruneObservationsSQL, p.Before.UnixMicro())
+		_, err = tx.ExecContext(ctx, pruneObservationsSQL, cutoff)
 		return err
 	})
 	if err != nil {

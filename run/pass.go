@@ -244,6 +244,21 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			}
 			continue
 		}
+		if bad := r.unsendableAddress(ctx, rec); bad != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted while asking the server: not a bad record
+			}
+			// Counted like a record that cannot be built: strict mode
+			// fails the run, lenient skips it; never claimed.
+			if p.number == 1 && cfg.Lenient {
+				r.counters.skipped.Add(1)
+				cfg.Logger.Warn("bad snapshot record skipped", r.unsendableAttrs(bad, rec.Customer.Email)...)
+			} else if p.number == 1 {
+				r.counters.invalid.Add(1)
+				cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.unsendableAttrs(bad, rec.Customer.Email)...)
+			}
+			continue
+		}
 		it := &item{digest: d, fingerprint: d.Fingerprint(), keys: r.pinnedKeys.Candidates(d.Identity)}
 		it.enforce = cfg.Mode == ModeEnforce && (cfg.EnforcePercent == nil || digest.InCohort(rec.Customer.ID, *cfg.EnforcePercent))
 		if batch == nil {

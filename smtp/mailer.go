@@ -83,6 +83,10 @@ type Mailer struct {
 	slots     chan *conn
 	done      chan struct{}
 	closeOnce sync.Once
+
+	utf8Mu    sync.Mutex // guards the SMTPUTF8 answer
+	utf8Known bool
+	utf8      bool
 }
 
 var _ digest.Mailer = (*Mailer)(nil)

@@ -38,7 +38,14 @@ const TestKeyring = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 // NewEnv creates the world and migrates the ledger.
 func NewEnv(t *testing.T) *Env {
 	t.Helper()
-	e := &Env{T: t, URL: pgtest.Schema(t), Mailpit: mailpittest.Start(t), Dir: t.TempDir()}
+	return NewEnvOn(t, pgtest.BaseURL())
+}
+
+// NewEnvOn is NewEnv with the ledger and source tables on the PostgreSQL
+// server at base (a connection string) instead of the test server.
+func NewEnvOn(t *testing.T, base string) *Env {
+	t.Helper()
+	e := &Env{T: t, URL: pgtest.SchemaOn(t, base), Mailpit: mailpittest.Start(t), Dir: t.TempDir()}
 	pool, err := pgxpool.New(context.Background(), e.URL)
 	if err != nil {
 		t.Fatal(err)

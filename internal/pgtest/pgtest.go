@@ -42,7 +42,14 @@ func BaseURL() string {
 // they register their own Cleanup).
 func Schema(t testing.TB) string {
 	t.Helper()
-	base := BaseURL()
+	return SchemaOn(t, BaseURL())
+}
+
+// SchemaOn is Schema on the server at base rather than the test server
+// (a private cluster a test starts, crashes and restarts itself). The
+// server must still be up when the test's cleanups drop the schema.
+func SchemaOn(t testing.TB, base string) string {
+	t.Helper()
 	name := "pgtest_" + randomHex(t, 8)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -44,8 +44,12 @@ type pass struct {
 	// settledByOthers counts keys a retry pass found already sent: another
 	// run holding them finished (see route).
 	settledByOthers atomic.Int64
-	halt            func(error) // stops the pass's intake, remembering why
-	halted          atomic.Bool
+	// pendingOnly: a retry pass that reads only the customers the run
+	// left pending, so what it meets decided was decided elsewhere (a
+	// re-read of everyone after an overflow meets this run's own too).
+	pendingOnly bool
+	halt        func(error) // stops the pass's intake, remembering why
+	halted      atomic.Bool
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -200,6 +204,9 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
 				// silent skip that leaves a customer without a digest.
+				if p.number == 1 {
+					r.counters.digests.Add(1) // a record read: accounted for as skipped or invalid
+				}
 				if p.number == 1 && cfg.Lenient {
 					r.counters.skipped.Add(1)
 					cfg.Logger.Warn("bad snapshot record skipped", r.badRecordAttrs(bad)...)

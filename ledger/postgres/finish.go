@@ -56,6 +56,7 @@ var (
 	finishManySQL = queries.Get("FinishMany")
 	finishOneSQL  = queries.Get("FinishOne")
 	observeSQL    = queries.Get("Observe")
+	endClaimSQL   = queries.Get("EndClaim")
 	// receiptWeeksSQL reads the weeks of the keys $1 (see fenceWeeks).
 	receiptWeeksSQL = queries.Get("ReceiptWeeks")
 )
@@ -288,4 +289,41 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 		return nil, err
 	}
 	return out, nil
+}
+
+// EndClaims ends the claims no run is finishing (digest.ClaimEnder), in
+// one transaction.
+func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
+	defer classify(&err)
+	if len(ends) == 0 {
+		return nil, nil
+	}
+	now := s.nowUTC()
+	var ended []digest.EndedClaim
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ended = ended[:0]
+		for _, e := range ends {
+			keys := make([]string, len(e.Keys))
+			for i, k := range e.Keys {
+				keys[i] = string(k)
+			}
+			rows, err := tx.Query(ctx, endClaimSQL, now, keys, e.Reason, e.RunID, e.Week.String())
+			if err != nil {
+				return fmt.Errorf("end claim: %w", err)
+			}
+			var key, from, to string
+			_, err = pgx.ForEachRow(rows, []any{&key, &from, &to}, func() error {
+				ended = append(ended, digest.EndedClaim{Key: digest.Key(key), From: digest.State(from), To: digest.State(to)})
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("end claim: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ended, nil
 }

@@ -292,38 +292,30 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 }
 
 // EndClaims ends the claims no run is finishing (digest.ClaimEnder), in
-// one transaction.
+// one statement.
 func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
 	defer classify(&err)
 	if len(ends) == 0 {
 		return nil, nil
 	}
-	now := s.nowUTC()
-	var ended []digest.EndedClaim
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		ended = ended[:0]
-		for _, e := range ends {
-			keys := make([]string, len(e.Keys))
-			for i, k := range e.Keys {
-				keys[i] = string(k)
-			}
-			rows, err := tx.Query(ctx, endClaimSQL, now, keys, e.Reason, e.RunID, e.Week.String())
-			if err != nil {
-				return fmt.Errorf("end claim: %w", err)
-			}
-			var key, from, to string
-			_, err = pgx.ForEachRow(rows, []any{&key, &from, &to}, func() error {
-				ended = append(ended, digest.EndedClaim{Key: digest.Key(key), From: digest.State(from), To: digest.State(to)})
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("end claim: %w", err)
-			}
+	var keys, reasons, runs, weeks []string
+	for _, e := range ends {
+		for _, k := range e.Keys {
+			keys, reasons, runs, weeks = append(keys, string(k)), append(reasons, e.Reason), append(runs, e.RunID), append(weeks, e.Week.String())
 		}
+	}
+	rows, err := s.pool.Query(ctx, endClaimSQL, s.nowUTC(), keys, reasons, runs, weeks)
+	if err != nil {
+		return nil, fmt.Errorf("end claims: %w", err)
+	}
+	var ended []digest.EndedClaim
+	var key, from, to string
+	_, err = pgx.ForEachRow(rows, []any{&key, &from, &to}, func() error {
+		ended = append(ended, digest.EndedClaim{Key: digest.Key(key), From: digest.State(from), To: digest.State(to)})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("end claims: %w", err)
 	}
 	return ended, nil
 }

@@ -48,7 +48,8 @@ type pass struct {
 	// left pending, so what it meets decided was decided elsewhere (a
 	// re-read of everyone after an overflow meets this run's own too).
 	pendingOnly bool
-	halt        func(error) // stops the pass's intake, remembering why
+	ends        []digest.EndClaim // receipts to end (endClaim), read stage only
+	halt        func(error)       // stops the pass's intake, remembering why
 	halted      atomic.Bool
 }
 
@@ -167,7 +168,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		// The ledger's suppression list, one look-up a batch, before any
 		// claim (see unsuppressed).
 		var err error
-		if batch, err = p.unsuppressed(ctx, batch); err != nil {
+		if batch, err = p.unsuppressed(ctx, batch); err == nil {
+			err = p.flushEnds(ctx, size)
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				readErr = err
 			}
@@ -190,6 +194,9 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 	defer func() {
 		if len(batch) > 0 && ctx.Err() == nil {
 			hand()
+		}
+		if ctx.Err() == nil && readErr == nil {
+			readErr = p.flushEnds(ctx, 1)
 		}
 	}()
 	for rec, err := range timedRows(clk, r.Source.Records(ctx, q)) {
@@ -232,6 +239,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			if p.number == 1 {
 				r.counters.suppressed.Add(1)
 			}
+			p.endClaim(digest.Identity{Customer: rec.Customer.ID, Week: cfg.Spec.Week, Type: cfg.Spec.Type, Version: cfg.Spec.Version}, reasonSuppressed)
+			if err := p.flushEnds(ctx, size); err != nil {
+				return err
+			}
 			continue // no claim, so no receipt to block a later week
 		}
 		if verdict == Invalid {
@@ -248,6 +259,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if verdict == Empty {
 			if p.number == 1 {
 				r.counters.skipped.Add(1)
+			}
+			p.endClaim(d.Identity, reasonEmpty)
+			if err := p.flushEnds(ctx, size); err != nil {
+				return err
 			}
 			continue
 		}

@@ -62,9 +62,14 @@ type Summary struct {
 	// this one met them and then decided (sent, held, failed,
 	// quarantined) before this run's end: nothing sent by this run.
 	SettledByOthers int
-	Invalid         int // records that could not be built, in strict mode: the run fails
-	Pending         int // retryable, not due or busy at the end of the run
-	LostClaims      int // claims taken over by another run before this one finished them
+	// EndedClaims counts the receipts a crashed run left claimed (or
+	// retryable) that this run ended, their customers now suppressed or
+	// with nothing to send (counted there too): failed, or held when
+	// their send may have started.
+	EndedClaims int
+	Invalid     int // records that could not be built, in strict mode: the run fails
+	Pending     int // retryable, not due or busy at the end of the run
+	LostClaims  int // claims taken over by another run before this one finished them
 	// LostAfterSend counts the LostClaims this run had sent, or may have
 	// sent (an ambiguous send), before the takeover: the other run looks
 	// each one up. The rest of LostClaims were not sent by this run.
@@ -173,6 +178,9 @@ func (s Summary) LogValue() slog.Value {
 			attrs = append(attrs, slog.Int("repeat_"+AgeBucketNames[i], n))
 		}
 	}
+	if s.EndedClaims > 0 {
+		attrs = append(attrs, slog.Int("ended_claims", s.EndedClaims))
+	}
 	if n := s.Unaccounted(); n != 0 {
 		attrs = append(attrs, slog.Int("unaccounted", n))
 	}
@@ -193,7 +201,7 @@ type counters struct {
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	sampled                                                            atomic.Int64 // observe mode: would-be recipients logged
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
-	suppressed, sourceRows, settledByOthers                            atomic.Int64
+	suppressed, sourceRows, settledByOthers, endedClaims               atomic.Int64
 	would                                                              [numOutcomes]atomic.Int64 // by digest.Outcome
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
@@ -206,6 +214,7 @@ func (c *counters) snapshot() Summary {
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
 		Suppressed: int(c.suppressed.Load()), SourceRows: int(c.sourceRows.Load()), SettledByOthers: int(c.settledByOthers.Load()),
+		EndedClaims:   int(c.endedClaims.Load()),
 		LostAfterSend: int(c.lostAfterSend.Load()), Renewals: int(c.renewals.Load()),
 		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}

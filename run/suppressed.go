@@ -40,6 +40,7 @@ func (p *pass) unsuppressed(ctx context.Context, batch []*item) ([]*item, error)
 				// counted here.
 				p.runner.counters.suppressed.Add(1)
 			}
+			p.endClaim(it.digest.Identity, reasonSuppressed)
 			continue
 		}
 		kept = append(kept, it)

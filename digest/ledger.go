@@ -244,3 +244,36 @@ type Ledger interface {
 	// SuppressionList: the run skips suppressed customers before claiming.
 	SuppressionList
 }
+
+// ClaimEnder ends the claims no run will finish: a digest claimed (or
+// left retryable) by a run that then crashed, whose customer is now
+// suppressed or has nothing to send that week, is never claimed again
+// (no run claims it), so without this its receipt stays claimed for ever.
+// Both ledger stores implement it; the run calls it for the customers it
+// does not claim.
+type ClaimEnder interface {
+	// EndClaims ends, for each request, the receipt of its week stored
+	// under one of its candidate keys when no run can be finishing it: a
+	// claim whose lease has expired, or a retryable receipt. One whose
+	// send may have started (send_started, maybe_sent) ends held, for an
+	// operator to look up, never closed as not sent; the rest end
+	// failed. Either keeps the reason, with a history row. A live claim,
+	// or a receipt in any other state, is left as it is. It returns the
+	// receipts it ended, in one transaction.
+	EndClaims(ctx context.Context, ends []EndClaim) ([]EndedClaim, error)
+}
+
+// EndClaim asks ClaimEnder to end the receipt of one digest.
+type EndClaim struct {
+	Keys   []Key   // the candidate keys (Keyring.Candidates), pinned key id first
+	Week   ISOWeek // the receipt's week
+	Reason string  // why no run will send it, e.g. "suppressed after claim"
+	RunID  string  // the run that ends it, for the history
+}
+
+// EndedClaim is a receipt EndClaims ended: its key and its state before
+// (claimed or retryable) and after (failed or held).
+type EndedClaim struct {
+	Key      Key
+	From, To State
+}

@@ -48,10 +48,15 @@
 //	acknowledged  not run since  prune naming held and quarantined  (none)        an operator       none
 //	held          not run since  prune naming held and quarantined  (none)        an operator       none
 //	quarantined   not run since  prune naming held and quarantined  (none)        an operator       none
+//	claimed       start expired  end claim no run will send         held          a run             row
+//	claimed       lease expired  end claim no run will send         failed        a run             row
+//	retryable     maybe sent     end claim no run will send         held          a run             row
+//	retryable     -              end claim no run will send         failed        a run             row
 //
 // "when" narrows the from-state: lease expired (lease_expires_at <= now),
 // due (next_attempt_at <= now), never sent (no sent_at), was sent (sent_at
-// set), not run since
+// set), start expired (lease expired after the send started), maybe sent
+// (an earlier send may have reached the provider), not run since
 // (last updated before the prune's cutoff, in a week no run started since
 // the cutoff); "-" is any. "the claim holder" is the run whose token still
 // fences the receipt: its lease may have expired, as long as nobody took

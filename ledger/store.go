@@ -15,6 +15,10 @@ import (
 // and pruning.
 type Store interface {
 	digest.Ledger
+	// ClaimEnder ends the claims of digests no run will send (a customer
+	// suppressed or with nothing to send after a run that claimed it
+	// crashed).
+	digest.ClaimEnder
 
 	// Migrate applies pending migrations. It is safe to run twice and from
 	// two processes at once.

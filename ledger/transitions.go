@@ -23,6 +23,9 @@ const (
 	TriggerAcknowledgeUnsent       Trigger = "acknowledge naming unsent"      // Acknowledge with unsent: also one not known to be sent
 	TriggerPrune                   Trigger = "prune"                          // Prune past the receipt's last update
 	TriggerPruneHeldAndQuarantined Trigger = "prune naming held and quarantined"
+	// TriggerEndClaim: digest.ClaimEnder.EndClaims, by a run that will not
+	// send the digest (its customer suppressed, nothing to send).
+	TriggerEndClaim Trigger = "end claim no run will send"
 )
 
 // Triggers lists every trigger, in the order of the state diagram.
@@ -30,7 +33,7 @@ var Triggers = []Trigger{
 	TriggerClaim, TriggerClaimOtherFingerprint, TriggerStartSending, TriggerRenew,
 	TriggerFinishSent, TriggerFinishRetryable, TriggerFinishFailed, TriggerFinishHeld,
 	TriggerRelease, TriggerMarkSent, TriggerAcknowledge, TriggerAcknowledgeUnsent,
-	TriggerPrune, TriggerPruneHeldAndQuarantined,
+	TriggerPrune, TriggerPruneHeldAndQuarantined, TriggerEndClaim,
 }
 
 // Actor is who may cause a transition.
@@ -56,6 +59,8 @@ const (
 	SendStarted  Condition = "send started"  // claimed, StartSending called (used by the walk only)
 	LeaseLive    Condition = "lease live"    // claimed, lease not yet expired (used by the walk only)
 	NotDue       Condition = "not due"       // retryable, before next_attempt_at (used by the walk only)
+	StartExpired Condition = "start expired" // claimed, its send started, lease expired
+	MayBeSent    Condition = "maybe sent"    // retryable, an earlier send may have reached the provider
 )
 
 // absentState is the From or To of a transition that has no receipt.
@@ -126,6 +131,10 @@ var Transitions = []Transition{
 	{digest.StateAcknowledged, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateClaimed, StartExpired, TriggerEndClaim, digest.StateHeld, ActorRun, RowWritten, ""},
+	{digest.StateClaimed, LeaseExpired, TriggerEndClaim, digest.StateFailed, ActorRun, RowWritten, ""},
+	{digest.StateRetryable, MayBeSent, TriggerEndClaim, digest.StateHeld, ActorRun, RowWritten, ""},
+	{digest.StateRetryable, Always, TriggerEndClaim, digest.StateFailed, ActorRun, RowWritten, ""},
 }
 
 // Next returns the transition that trigger causes from a receipt in state

@@ -50,5 +50,8 @@ func TestBadRecordFromUncheckedSourceIsInvalidUnlessLenient(t *testing.T) {
 		if sum.Sent != f.want {
 			t.Fatalf("lenient=%v: sent %d, want the %d good ones", lenient, sum.Sent, f.want)
 		}
+		if sum.Digests != 21 || sum.Unaccounted() != 0 {
+			t.Fatalf("lenient=%v: %d digests, %d unaccounted; want the 21 records read, the bad one accounted for", lenient, sum.Digests, sum.Unaccounted())
+		}
 	}
 }

@@ -44,8 +44,13 @@ type pass struct {
 	// settledByOthers counts keys a retry pass found already sent: another
 	// run holding them finished (see route).
 	settledByOthers atomic.Int64
-	halt            func(error) // stops the pass's intake, remembering why
-	halted          atomic.Bool
+	// pendingOnly: a retry pass that reads only the customers the run
+	// left pending, so what it meets decided was decided elsewhere (a
+	// re-read of everyone after an overflow meets this run's own too).
+	pendingOnly bool
+	ends        []digest.EndClaim // receipts to end (endClaim), read stage only
+	halt        func(error)       // stops the pass's intake, remembering why
+	halted      atomic.Bool
 }
 
 // batchLinger is how long a batch waits to fill once its first item is
@@ -163,7 +168,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		// The ledger's suppression list, one look-up a batch, before any
 		// claim (see unsuppressed).
 		var err error
-		if batch, err = p.unsuppressed(ctx, batch); err != nil {
+		if batch, err = p.unsuppressed(ctx, batch); err == nil {
+			err = p.flushEnds(ctx, size)
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				readErr = err
 			}
@@ -187,6 +195,9 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if len(batch) > 0 && ctx.Err() == nil {
 			hand()
 		}
+		if ctx.Err() == nil && readErr == nil {
+			readErr = p.flushEnds(ctx, 1)
+		}
 	}()
 	for rec, err := range timedRows(clk, r.Source.Records(ctx, q)) {
 		if ctx.Err() != nil {
@@ -200,6 +211,9 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
 				// silent skip that leaves a customer without a digest.
+				if p.number == 1 {
+					r.counters.digests.Add(1) // a record read: accounted for as skipped or invalid
+				}
 				if p.number == 1 && cfg.Lenient {
 					r.counters.skipped.Add(1)
 					cfg.Logger.Warn("bad snapshot record skipped", r.badRecordAttrs(bad)...)
@@ -225,6 +239,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			if p.number == 1 {
 				r.counters.suppressed.Add(1)
 			}
+			p.endClaim(digest.Identity{Customer: rec.Customer.ID, Week: cfg.Spec.Week, Type: cfg.Spec.Type, Version: cfg.Spec.Version}, reasonSuppressed)
+			if err := p.flushEnds(ctx, size); err != nil {
+				return err
+			}
 			continue // no claim, so no receipt to block a later week
 		}
 		if verdict == Invalid {
@@ -241,6 +259,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if verdict == Empty {
 			if p.number == 1 {
 				r.counters.skipped.Add(1)
+			}
+			p.endClaim(d.Identity, reasonEmpty)
+			if err := p.flushEnds(ctx, size); err != nil {
+				return err
 			}
 			continue
 		}

@@ -357,6 +357,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			// A retry pass reads only the customers due again; the rest
 			// wait for a later pass and count as pending meanwhile.
 			q.Customers, carried = left.split(cfg.Now())
+			p.pendingOnly = true
 		}
 		r.counters.pending.Store(int64(len(carried.due)))
 		r.counters.retryable.Store(int64(carried.retryables()))

@@ -192,6 +192,7 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 	case digest.OutcomeAlreadySent:
 		if !first {
 			p.settledByOthers.Add(1) // pending before: another run finished it
+			p.settledElsewhere()
 		}
 		if first {
 			c.duplicates.Add(1)
@@ -220,6 +221,9 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		p.nextDue.offer(res.NextAttempt)
 		p.left.addRetryable(it.digest.Customer.ID, res.NextAttempt)
 	case digest.OutcomeQuarantined:
+		if !first {
+			p.settledElsewhere()
+		}
 		if first {
 			c.quarantined.Add(1)
 			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fingerprint)
@@ -227,15 +231,28 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 	case digest.OutcomeHeld:
 		if first {
 			c.held.Add(1)
+		} else {
+			p.settledElsewhere()
 		}
 	case digest.OutcomeFailed:
 		if first {
 			c.failed.Add(1)
+		} else {
+			p.settledElsewhere()
 		}
 	default:
 		cfg.Logger.Error("unknown claim outcome", "key", string(res.Key), "outcome", int(res.Outcome))
 	}
 	return false
+}
+
+// settledElsewhere counts a key a retry pass of pending customers found
+// decided: it was busy or not due when this run last met it, and another
+// run (or an operator) settled it since.
+func (p *pass) settledElsewhere() {
+	if p.pendingOnly {
+		p.runner.counters.settledByOthers.Add(1)
+	}
 }
 
 func (p *pass) render(it *item) error {

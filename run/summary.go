@@ -58,9 +58,18 @@ type Summary struct {
 	Failed     int // permanent failures
 	Skipped    int // no activity (with the skip policy) or a bad record (lenient mode)
 	Suppressed int // unsubscribed customers: not sent, nothing claimed
-	Invalid    int // records that could not be built, in strict mode: the run fails
-	Pending    int // retryable, not due or busy at the end of the run
-	LostClaims int // claims taken over by another run before this one finished them
+	// SettledByOthers counts the digests another run held (busy) when
+	// this one met them and then decided (sent, held, failed,
+	// quarantined) before this run's end: nothing sent by this run.
+	SettledByOthers int
+	// EndedClaims counts the receipts a crashed run left claimed (or
+	// retryable) that this run ended, their customers now suppressed or
+	// with nothing to send (counted there too): failed, or held when
+	// their send may have started.
+	EndedClaims int
+	Invalid     int // records that could not be built, in strict mode: the run fails
+	Pending     int // retryable, not due or busy at the end of the run
+	LostClaims  int // claims taken over by another run before this one finished them
 	// LostAfterSend counts the LostClaims this run had sent, or may have
 	// sent (an ambiguous send), before the takeover: the other run looks
 	// each one up. The rest of LostClaims were not sent by this run.
@@ -81,7 +90,10 @@ type Summary struct {
 	ClaimP50      time.Duration      // claim round-trip latency, median
 	ClaimP99      time.Duration      // claim round-trip latency, 99th percentile
 	LedgerCalls   int                // ledger round trips (calls) made
-	Digests       int                // records read from the source by the first pass
+	// Digests counts the records read from the source by the first pass,
+	// bad ones included; Unaccounted says how many of them no other
+	// counter accounts for (0 for a run that was not interrupted).
+	Digests int
 	// SourceRows counts the records read from the source across all
 	// passes: a retry pass reads only the customers due again.
 	SourceRows int
@@ -101,6 +113,23 @@ func (s *Summary) NeedsReview() bool { return s.Held > 0 || s.Quarantined > 0 }
 // Complete reports whether everything the run saw is settled.
 func (s *Summary) Complete() bool { return s.Pending == 0 && !s.Interrupted && s.Invalid == 0 }
 
+// Accounted returns how many of the digests the run read end in one of
+// the summary's parts: decided by this run (sent, reconciled, duplicate,
+// quarantined, held, failed), settled by another run, not claimed
+// (skipped, suppressed, invalid, observed), pending at the end (busy,
+// not due, retryable), or lost to another run's takeover. Retryable is
+// a part of Pending, LostAfterSend of LostClaims: not added again.
+func (s *Summary) Accounted() int {
+	return s.Sent + s.Reconciled + s.Duplicates + s.Quarantined + s.Held + s.Failed +
+		s.SettledByOthers + s.Skipped + s.Suppressed + s.Invalid + s.Observed + s.Pending + s.LostClaims
+}
+
+// Unaccounted returns the digests read that no part of the summary
+// accounts for: those in flight when a signal stopped the run, or those
+// a retry pass re-read whole after the pending list overflowed
+// (MaxPendingCustomers). 0 otherwise.
+func (s *Summary) Unaccounted() int { return s.Digests - s.Accounted() }
+
 // RepeatAges returns the keys that came again by age bucket, whatever the
 // mode: observed repeats plus enforced duplicates.
 func (s *Summary) RepeatAges() [numAgeBuckets]int {
@@ -117,6 +146,7 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("sent", s.Sent), slog.Int("duplicates", s.Duplicates), slog.Int("reconciled", s.Reconciled),
 		slog.Int("quarantined", s.Quarantined), slog.Int("held", s.Held), slog.Int("retryable", s.Retryable), slog.Int("retries", s.Retries), slog.Int("throttled", s.Throttled),
 		slog.Int("failed", s.Failed), slog.Int("skipped", s.Skipped), slog.Int("suppressed", s.Suppressed), slog.Int("invalid", s.Invalid),
+		slog.Int("settled_by_others", s.SettledByOthers),
 		slog.Int("pending", s.Pending), slog.Int("lost_claims", s.LostClaims), slog.Int("lost_after_send", s.LostAfterSend),
 		slog.Int("renewals", s.Renewals), slog.Int("digests", s.Digests),
 		slog.Duration("duration", s.Duration), slog.Duration("claim_p50", s.ClaimP50), slog.Duration("claim_p99", s.ClaimP99),
@@ -148,6 +178,12 @@ func (s Summary) LogValue() slog.Value {
 			attrs = append(attrs, slog.Int("repeat_"+AgeBucketNames[i], n))
 		}
 	}
+	if s.EndedClaims > 0 {
+		attrs = append(attrs, slog.Int("ended_claims", s.EndedClaims))
+	}
+	if n := s.Unaccounted(); n != 0 {
+		attrs = append(attrs, slog.Int("unaccounted", n))
+	}
 	if s.Interrupted {
 		attrs = append(attrs, slog.Bool("interrupted", true))
 	}
@@ -165,7 +201,7 @@ type counters struct {
 	skipped, invalid, pending, lost, observed, ledgerCalls, digests    atomic.Int64
 	sampled                                                            atomic.Int64 // observe mode: would-be recipients logged
 	lookupFound, lookupNotFound, lookupErr, lostAfterSend, renewals    atomic.Int64
-	suppressed, sourceRows                                             atomic.Int64
+	suppressed, sourceRows, settledByOthers, endedClaims               atomic.Int64
 	would                                                              [numOutcomes]atomic.Int64 // by digest.Outcome
 	repeats, dupAges                                                   [numAgeBuckets]atomic.Int64
 }
@@ -177,7 +213,8 @@ func (c *counters) snapshot() Summary {
 		Failed: int(c.failed.Load()), Skipped: int(c.skipped.Load()), Invalid: int(c.invalid.Load()),
 		Pending: int(c.pending.Load()), LostClaims: int(c.lost.Load()), Observed: int(c.observed.Load()),
 		LedgerCalls: int(c.ledgerCalls.Load()), Digests: int(c.digests.Load()),
-		Suppressed: int(c.suppressed.Load()), SourceRows: int(c.sourceRows.Load()),
+		Suppressed: int(c.suppressed.Load()), SourceRows: int(c.sourceRows.Load()), SettledByOthers: int(c.settledByOthers.Load()),
+		EndedClaims:   int(c.endedClaims.Load()),
 		LostAfterSend: int(c.lostAfterSend.Load()), Renewals: int(c.renewals.Load()),
 		LookupsFound: int(c.lookupFound.Load()), LookupsNotFound: int(c.lookupNotFound.Load()), LookupErrors: int(c.lookupErr.Load()),
 	}

@@ -33,3 +33,39 @@ func TestSummaryRepeatKeysSameInBothModes(t *testing.T) {
 		t.Errorf("enforce repeat_under_5m = %d, want 3", got)
 	}
 }
+
+// Accounted adds the parts a digest ends in, once each: Retryable is a
+// part of Pending and LostAfterSend of LostClaims, not added again.
+func TestSummaryAccountsForEveryDigest(t *testing.T) {
+	t.Parallel()
+	s := run.Summary{
+		Digests: 100, Sent: 10, Reconciled: 2, Duplicates: 20, Quarantined: 1, Held: 1, Failed: 3,
+		SettledByOthers: 30, Skipped: 4, Suppressed: 5, Invalid: 1, Observed: 6, Pending: 9, Retryable: 4,
+		LostClaims: 8, LostAfterSend: 3, Retries: 7, Renewals: 12, Throttled: 2,
+	}
+	if got := s.Accounted(); got != 100 {
+		t.Fatalf("Accounted = %d, want 100", got)
+	}
+	keys := map[string]int64{}
+	for _, a := range s.LogValue().Group() {
+		if a.Value.Kind() == slog.KindInt64 {
+			keys[a.Key] = a.Value.Int64()
+		}
+	}
+	if n, ok := keys["settled_by_others"]; !ok || n != 30 {
+		t.Errorf("settled_by_others = %d (present %v), want 30", n, ok)
+	}
+	if _, ok := keys["unaccounted"]; ok {
+		t.Errorf("unaccounted logged for a summary that adds up: %v", keys)
+	}
+	s.Digests = 103 // three in flight when a signal stopped the run
+	keys = map[string]int64{}
+	for _, a := range s.LogValue().Group() {
+		if a.Value.Kind() == slog.KindInt64 {
+			keys[a.Key] = a.Value.Int64()
+		}
+	}
+	if s.Unaccounted() != 3 || keys["unaccounted"] != 3 {
+		t.Errorf("Unaccounted = %d, logged %d; want 3", s.Unaccounted(), keys["unaccounted"])
+	}
+}

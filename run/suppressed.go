@@ -9,7 +9,7 @@ import (
 
 // unsuppressed returns batch without the items whose customer or address
 // is on the ledger's suppression list, counting those as suppressed (on
-// the first pass), like a customer the source marks unsubscribed: no
+// the first pass, or a retry pass of pending customers), like a customer the source marks unsubscribed: no
 // claim, so no receipt blocks a later week once the suppression is
 // removed. One look-up covers the whole batch: the keys of every
 // customer and address under every secret of the keyring, so a
@@ -35,9 +35,12 @@ func (p *pass) unsuppressed(ctx context.Context, batch []*item) ([]*item, error)
 	kept := batch[:0]
 	for _, it := range batch {
 		if suppressedAny(found, kr.CustomerKeys(it.digest.Customer.ID)) || suppressedAny(found, kr.AddressKeys(it.digest.Customer.Email)) {
-			if p.number == 1 {
+			if p.number == 1 || p.pendingOnly {
+				// Suppressed while pending: no longer pending, so
+				// counted here.
 				p.runner.counters.suppressed.Add(1)
 			}
+			p.endClaim(it.digest.Identity, reasonSuppressed)
 			continue
 		}
 		kept = append(kept, it)

@@ -92,6 +92,7 @@ var tests = []test{
 	{"DurabilityHolds", testDurabilityHolds},
 	{"SchemaVersion", testSchemaVersion},
 	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
+	{"EndClaimsOfCrashedRuns", testEndClaimsOfCrashedRuns},
 }
 
 // poolTests need Driver.Pool.

@@ -28,7 +28,7 @@ var situations = []situation{
 	{"absent", "", nil, func(*testing.T, ledger.Store, []digest.Key) digest.ClaimResult { return digest.ClaimResult{} }, 0},
 	{"claimed, lease live", digest.StateClaimed, []ledger.Condition{ledger.LeaseLive}, claimOnly, 0},
 	{"claimed, lease expired", digest.StateClaimed, []ledger.Condition{ledger.LeaseExpired}, claimOnly, 2 * time.Minute},
-	{"claimed, send started, lease expired", digest.StateClaimed, []ledger.Condition{ledger.LeaseExpired, ledger.SendStarted},
+	{"claimed, send started, lease expired", digest.StateClaimed, []ledger.Condition{ledger.LeaseExpired, ledger.SendStarted, ledger.StartExpired},
 		func(t *testing.T, s ledger.Store, k []digest.Key) digest.ClaimResult {
 			c := claimOnly(t, s, k)
 			if err := start1(t, s, c.Key, c.Token); err != nil {
@@ -163,6 +163,10 @@ func apply(ctx context.Context, s ledger.Store, k []digest.Key, c digest.ClaimRe
 		all := trigger == ledger.TriggerPruneHeldAndQuarantined
 		_, err := s.Prune(ctx, ledger.PruneRequest{Before: now.Add(-time.Hour), IncludeHeld: all, IncludeQuarantined: all})
 		return "", err
+	case ledger.TriggerEndClaim:
+		const reason = "walked: no run will send it"
+		_, err := s.EndClaims(ctx, []digest.EndClaim{{Keys: k, Week: week, Reason: reason, RunID: "run-walk"}})
+		return reason, err
 	}
 	return "", fmt.Errorf("the walk has no way to cause %q", trigger)
 }

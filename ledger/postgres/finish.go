@@ -56,6 +56,7 @@ var (
 	finishManySQL = queries.Get("FinishMany")
 	finishOneSQL  = queries.Get("FinishOne")
 	observeSQL    = queries.Get("Observe")
+	endClaimSQL   = queries.Get("EndClaim")
 	// receiptWeeksSQL reads the weeks of the keys $1 (see fenceWeeks).
 	receiptWeeksSQL = queries.Get("ReceiptWeeks")
 )
@@ -288,4 +289,33 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 		return nil, err
 	}
 	return out, nil
+}
+
+// EndClaims ends the claims no run is finishing (digest.ClaimEnder), in
+// one statement.
+func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
+	defer classify(&err)
+	if len(ends) == 0 {
+		return nil, nil
+	}
+	var keys, reasons, runs, weeks []string
+	for _, e := range ends {
+		for _, k := range e.Keys {
+			keys, reasons, runs, weeks = append(keys, string(k)), append(reasons, e.Reason), append(runs, e.RunID), append(weeks, e.Week.String())
+		}
+	}
+	rows, err := s.pool.Query(ctx, endClaimSQL, s.nowUTC(), keys, reasons, runs, weeks)
+	if err != nil {
+		return nil, fmt.Errorf("end claims: %w", err)
+	}
+	var ended []digest.EndedClaim
+	var key, from, to string
+	_, err = pgx.ForEachRow(rows, []any{&key, &from, &to}, func() error {
+		ended = append(ended, digest.EndedClaim{Key: digest.Key(key), From: digest.State(from), To: digest.State(to)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end claims: %w", err)
+	}
+	return ended, nil
 }

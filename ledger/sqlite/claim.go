@@ -26,6 +26,7 @@ var (
 	finishSQL            = queries.Get("Finish")
 	lastObservedSQL      = queries.Get("LastObserved")
 	insertObservationSQL = queries.Get("InsertObservation")
+	endClaimSQL          = queries.Get("EndClaim")
 )
 
 // Claim decides every request in one BEGIN IMMEDIATE transaction. The
@@ -298,4 +299,46 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 		return nil, err
 	}
 	return out, nil
+}
+
+// EndClaims ends the claims no run is finishing (digest.ClaimEnder), in
+// one BEGIN IMMEDIATE transaction.
+func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
+	defer classify(&err)
+	if len(ends) == 0 {
+		return nil, nil
+	}
+	now := s.nowUTC()
+	var ended []digest.EndedClaim
+	err = s.write(ctx, func(tx sqliteTx) error {
+		ended = ended[:0]
+		for _, e := range ends {
+			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String())
+			if err != nil {
+				return fmt.Errorf("end claim: %w", err)
+			}
+			first := len(ended)
+			for rows.Next() {
+				var key, from, to string
+				if err := rows.Scan(&key, &from, &to); err != nil {
+					rows.Close()
+					return fmt.Errorf("end claim: %w", err)
+				}
+				ended = append(ended, digest.EndedClaim{Key: digest.Key(key), From: digest.State(from), To: digest.State(to)})
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return fmt.Errorf("end claim: %w", err)
+			}
+			for _, x := range ended[first:] {
+				if err := sqliteEvent(ctx, tx, x.Key, now, x.From, x.To, e.RunID, e.Reason); err != nil {
+					return fmt.Errorf("end claim %s: %w", x.Key, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ended, nil
 }

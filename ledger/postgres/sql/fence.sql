@@ -151,3 +151,31 @@ FROM prev LEFT JOIN LATERAL (
 -- The week of each receipt of keys $1, for fences that carry none: one
 -- primary-key probe per key and partition.
 SELECT key, iso_week FROM receipts WHERE key = ANY($1::text[]);
+
+-- name: EndClaim
+-- Ends the receipts under the keys $2 (week $5, reason $3, run id $4,
+-- element by element; now $1) that no run is finishing: a claim whose
+-- lease has expired, or a retryable receipt. One whose send may have
+-- started ends held, the rest failed (digest.ClaimEnder); each with a
+-- history row. One statement for the whole call.
+WITH req AS (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS q(key, reason, run_id, week)
+), u AS (
+    UPDATE receipts r SET
+        previous_state = r.state,
+        state = CASE WHEN r.send_started OR r.maybe_sent THEN 'held' ELSE 'failed' END,
+        maybe_sent = r.maybe_sent OR (r.state = 'claimed' AND r.send_started),
+        lease_expires_at = NULL,
+        next_attempt_at = NULL,
+        last_error = req.reason,
+        run_id = req.run_id,
+        updated_at = $1::timestamptz
+    FROM req
+    WHERE r.key = req.key AND r.iso_week = req.week
+        AND ((r.state = 'claimed' AND r.lease_expires_at <= $1::timestamptz) OR r.state = 'retryable')
+    RETURNING r.key, r.previous_state, r.state, req.reason, req.run_id
+), event AS (
+    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
+    SELECT key, $1::timestamptz, previous_state, state, run_id, reason FROM u
+)
+SELECT key, previous_state, state FROM u;

@@ -80,3 +80,17 @@ SELECT max(at) FROM observations WHERE key IN (SELECT value FROM json_each(?1));
 
 -- name: InsertObservation
 INSERT INTO observations (key, fingerprint, run_id, iso_week, at) VALUES (?1, ?2, ?3, ?4, ?5);
+
+-- name: EndClaim
+-- Ends, for reason ?3 (run id ?4, now ?1), the receipt of week ?5 under
+-- the candidate keys ?2 (a JSON array) that no run is finishing: a claim
+-- whose lease has expired, or a retryable receipt. One whose send may
+-- have started ends held, the rest failed (digest.ClaimEnder).
+UPDATE receipts SET previous_state = state,
+    state = CASE WHEN send_started OR maybe_sent THEN 'held' ELSE 'failed' END,
+    maybe_sent = maybe_sent OR (state = 'claimed' AND send_started),
+    lease_expires_at = NULL, next_attempt_at = NULL, last_error = ?3,
+    run_id = ?4, updated_at = ?1
+WHERE key IN (SELECT value FROM json_each(?2)) AND iso_week = ?5
+    AND ((state = 'claimed' AND lease_expires_at <= ?1) OR state = 'retryable')
+RETURNING key, previous_state, state;

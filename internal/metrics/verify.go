@@ -2,12 +2,10 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/push"
 )
 
 // VerifyJob is the Pushgateway job of "digest verify": a job of its own,
@@ -27,24 +25,13 @@ type Verification struct {
 // the week and nothing else) with digest_verify_timestamp_seconds,
 // digest_verify_checked and digest_verify_mismatches. client may be nil.
 func PushVerify(ctx context.Context, url string, client *http.Client, v Verification) error {
-	p := push.New(url, VerifyJob).Gatherer(verifyRegistry(v)).Grouping("week", v.Week)
-	if client != nil {
-		p = p.Client(client)
-	}
-	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to %s: %w", url, err)
-	}
-	return nil
+	return replaceWeekGroup(ctx, url, client, VerifyJob, v.Week, verifyRegistry(v))
 }
 
 // verifyRegistry holds what one "digest verify" pushes.
 func verifyRegistry(v Verification) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, value float64) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
-		g.Set(value)
-		reg.MustRegister(g)
-	}
+	gauge := func(name, help string, value float64) { setGauge(reg, name, help, value) }
 	gauge("verify_timestamp_seconds", "Unix time the last \"digest verify\" of the week finished.", unix(v.Finished))
 	gauge("verify_checked", "Sent receipts the last \"digest verify\" of the week asked the provider about.", float64(v.Checked))
 	gauge("verify_mismatches", "Keys the last \"digest verify\" of the week found disagreeing: sent receipts not found or found more than once, messages without a sent receipt.", float64(v.Mismatches))

@@ -43,23 +43,33 @@ type WeekState struct {
 // alert on a past week resolves as soon as a command finds it complete.
 // client may be nil.
 func PushWeekState(ctx context.Context, url string, client *http.Client, s WeekState) error {
-	p := push.New(url, WeekJob).Gatherer(weekRegistry(s)).Grouping("week", s.Week)
+	return replaceWeekGroup(ctx, url, client, WeekJob, s.Week, weekRegistry(s))
+}
+
+// replaceWeekGroup replaces (HTTP PUT) the group job, week="week" at the
+// Pushgateway at url with what g gathers: the week's latest state and
+// nothing else, whatever an earlier push held. client may be nil.
+func replaceWeekGroup(ctx context.Context, url string, client *http.Client, job, week string, g prometheus.Gatherer) error {
+	p := push.New(url, job).Gatherer(g).Grouping("week", week)
 	if client != nil {
 		p = p.Client(client)
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push week state to %s: %w", url, err)
+		return fmt.Errorf("push %s metrics of %s to %s: %w", job, week, url, err)
 	}
 	return nil
 }
 
+// setGauge registers in reg a gauge of that name (in Namespace) set to v.
+func setGauge(reg *prometheus.Registry, name, help string, v float64) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
+	g.Set(v)
+	reg.MustRegister(g)
+}
+
 func weekRegistry(s WeekState) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	gauge := func(name, help string, v float64) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
-		g.Set(v)
-		reg.MustRegister(g)
-	}
+	gauge := func(name, help string, v float64) { setGauge(reg, name, help, v) }
 	complete := 0.0
 	if s.Complete {
 		complete = 1

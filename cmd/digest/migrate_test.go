@@ -22,15 +22,8 @@ import (
 func TestMigrateDownToBeforePartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	vars := map[string]string{"DIGEST_DATABASE_URL": url}
-	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
-		t.Fatalf("migrate: exit %d\n%s", code, stderr)
-	}
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vars := map[string]string{"DIGEST_DATABASE_URL": pgtest.Schema(t)}
+	store := migratedStore(t, vars)
 	week := digest.ISOWeek{Year: 2026, Week: 48}
 	res, err := store.Claim(ctx, []digest.ClaimRequest{{Keys: []digest.Key{"k1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, Fingerprint: "fp", Week: week, RunID: "r1", Lease: time.Minute}})
 	if err != nil || res[0].Outcome != digest.OutcomeClaimed {
@@ -41,7 +34,7 @@ func TestMigrateDownToBeforePartitions(t *testing.T) {
 	}
 	store.Close()
 
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := pgxpool.New(ctx, vars["DIGEST_DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,4 +152,20 @@ func TestSchemaVersionCheckedInWords(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stderr, "this binary is older than the ledger schema") || !strings.Contains(stderr, "migration 999") {
 		t.Fatalf("review list on a schema ahead: exit %d, %q; want 0 with a warning saying the binary is older", code, stderr)
 	}
+}
+
+// migratedStore runs the binary's "digest migrate" on the schema of
+// vars' DIGEST_DATABASE_URL and opens the PostgreSQL store on it, closed
+// when the test ends (closing it earlier is harmless).
+func migratedStore(t *testing.T, vars map[string]string) *postgres.Store {
+	t.Helper()
+	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
+		t.Fatalf("migrate: exit %d\n%s", code, stderr)
+	}
+	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: vars["DIGEST_DATABASE_URL"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	return store
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
-	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
 // "digest prune" on a machine whose clock runs ten years ahead: the
@@ -20,16 +18,8 @@ import (
 func TestPruneTrustsTheLedgersClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	vars := map[string]string{"DIGEST_DATABASE_URL": url}
-	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
-		t.Fatalf("migrate: exit %d\n%s", code, stderr)
-	}
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	vars := map[string]string{"DIGEST_DATABASE_URL": pgtest.Schema(t)}
+	store := migratedStore(t, vars)
 	week := digest.WeekOf(time.Now(), time.UTC)
 	if _, err := store.StartWeek(ctx, digest.SnapshotPin{Type: "weekly_activity", Week: week, Version: "v1"}, time.Now()); err != nil {
 		t.Fatal(err)

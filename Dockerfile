@@ -35,6 +35,7 @@ COPY smtp ./smtp
 COPY snapshot ./snapshot
 COPY templates ./templates
 COPY unsubscribe ./unsubscribe
+COPY webhook ./webhook
 COPY weekstatus ./weekstatus
 COPY verify ./verify
 ARG VERSION=dev

@@ -91,9 +91,14 @@ type Provider interface {
 }
 
 // Errors of Parse. The intake answers ErrSignature with 401, the others
-// with 400 (ErrContentType 415), and records nothing.
+// with 400 (ErrContentType 415), and records nothing. Any other error
+// (ErrUnavailable, or a Confirm's) is the receiver's trouble, not the
+// request's: answered 503 so that the provider retries.
 var (
 	ErrSignature   = errors.New("webhook signature not verified")
 	ErrPayload     = errors.New("webhook payload not understood")
 	ErrContentType = errors.New("webhook content type not supported")
+	// ErrUnavailable: the request could not be verified for now (SES: the
+	// signing certificate could not be fetched).
+	ErrUnavailable = errors.New("webhook verification unavailable")
 )

@@ -80,6 +80,15 @@ func requireJSON(header http.Header, extra ...string) error {
 	return fmt.Errorf("%w: %s, want application/json", ErrContentType, safeText(mt, 40))
 }
 
+// readJSON checks the request's media type (requireJSON) and decodes
+// body into v, wrapping a failure in ErrPayload without quoting the body.
+func readJSON(header http.Header, body []byte, v any, what string, extraTypes ...string) error {
+	if err := requireJSON(header, extraTypes...); err != nil {
+		return err
+	}
+	return decodeJSON(body, v, what)
+}
+
 // decodeJSON decodes body into v, wrapping any failure in ErrPayload
 // without quoting the body.
 func decodeJSON(body []byte, v any, what string) error {
@@ -87,6 +96,24 @@ func decodeJSON(body []byte, v any, what string) error {
 		return fmt.Errorf("%w: %s is not the documented JSON", ErrPayload, what)
 	}
 	return nil
+}
+
+// orDefault is tolerance, or DefaultTolerance when it is not positive.
+func orDefault(tolerance time.Duration) time.Duration {
+	if tolerance <= 0 {
+		return DefaultTolerance
+	}
+	return tolerance
+}
+
+// checkUnixAge is checkAge for a signed timestamp in Unix seconds; what
+// names it in the error.
+func checkUnixAge(timestamp string, now time.Time, tolerance time.Duration, what string) error {
+	sec, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not Unix seconds", ErrSignature, what)
+	}
+	return checkAge(time.Unix(sec, 0), now, tolerance)
 }
 
 // checkAge rejects a signed timestamp further than tolerance from now:
@@ -121,6 +148,29 @@ func unixSeconds(s string) (time.Time, bool) {
 	return time.Unix(sec, nsec).UTC(), true
 }
 
+// eventTime reads an event's Unix time (seconds, with a fraction or
+// not); absent gives now.
+func eventTime(ts json.Number, now time.Time, what string) (time.Time, error) {
+	if ts == "" {
+		return now, nil
+	}
+	t, ok := unixSeconds(ts.String())
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: %s is not Unix seconds", ErrPayload, what)
+	}
+	return t, nil
+}
+
+// rawKey is the key in a JSON value that should be a string holding one;
+// anything else (a number, an object, absent) is no key.
+func rawKey(v json.RawMessage) digest.Key {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return parseKey(s)
+}
+
 // parseTime reads an RFC 3339 time (any number of fraction digits);
 // empty gives fallback.
 func parseTime(s string, fallback time.Time) (time.Time, error) {
@@ -153,19 +203,22 @@ const maxDetail = 64
 func detail(parts ...string) string {
 	var b []string
 	for _, p := range parts {
-		if p = safeText(p, maxDetail); p != "" && !strings.Contains(p, "@") {
+		if strings.Contains(p, "@") {
+			continue
+		}
+		if p = safeText(p, maxDetail); p != "" {
 			b = append(b, p)
 		}
 	}
 	return safeText(strings.Join(b, " "), maxDetail)
 }
 
-// safeText keeps the letters, digits and a few separators of s, at most
-// max bytes of them: provider codes and types go into errors and the
-// history this way, never free text.
+// safeText keeps the ASCII letters, digits and a few separators of s ('@'
+// not among them), at most max bytes of them: provider codes and types go
+// into errors and the history this way, never free text or an address.
 func safeText(s string, max int) string {
 	s = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" ._-/:@", r) {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" ._-/:", r) {
 			return r
 		}
 		return -1

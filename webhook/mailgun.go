@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -32,10 +31,7 @@ func NewMailgun(signingKey []byte, tolerance time.Duration) (*Mailgun, error) {
 	case len(k) < 16 || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r > '~' }):
 		return nil, errors.New("mailgun signing key must be at least 16 printable characters")
 	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	return &Mailgun{key: []byte(k), tolerance: tolerance}, nil
+	return &Mailgun{key: []byte(k), tolerance: orDefault(tolerance)}, nil
 }
 
 // Name returns "mailgun".
@@ -68,11 +64,8 @@ type mailgunRequest struct {
 
 // Parse verifies the signature in the body and reads its event.
 func (m *Mailgun) Parse(_ context.Context, header http.Header, body []byte, now time.Time) (Batch, error) {
-	if err := requireJSON(header); err != nil {
-		return Batch{}, err
-	}
 	var r mailgunRequest
-	if err := decodeJSON(body, &r, "mailgun webhook"); err != nil {
+	if err := readJSON(header, body, &r, "mailgun webhook"); err != nil {
 		return Batch{}, err
 	}
 	if err := m.verify(strings.Trim(string(r.Signature.Timestamp), `"`), r.Signature.Token, r.Signature.Signature, now); err != nil {
@@ -82,19 +75,13 @@ func (m *Mailgun) Parse(_ context.Context, header http.Header, body []byte, now 
 	if e == nil {
 		return Batch{}, fmt.Errorf("%w: mailgun webhook has no event-data", ErrPayload)
 	}
-	at := now
-	if e.Timestamp != "" {
-		t, ok := unixSeconds(e.Timestamp.String())
-		if !ok {
-			return Batch{}, fmt.Errorf("%w: mailgun event timestamp is not Unix seconds", ErrPayload)
-		}
-		at = t
+	at, err := eventTime(e.Timestamp, now, "mailgun event timestamp")
+	if err != nil {
+		return Batch{}, err
 	}
 	var vars map[string]json.RawMessage
 	_ = json.Unmarshal(e.UserVariables, &vars) // [] or absent: no variables
-	var key string
-	_ = json.Unmarshal(vars[CustomArg], &key)
-	ev := Event{Provider: m.Name(), ID: e.ID, Key: parseKey(key), Address: e.Recipient, At: at}
+	ev := Event{Provider: m.Name(), ID: e.ID, Key: rawKey(vars[CustomArg]), Address: e.Recipient, At: at}
 	switch e.Event {
 	case "accepted":
 		ev.Kind = KindAccepted
@@ -135,9 +122,5 @@ func (m *Mailgun) verify(timestamp, token, signature string, now time.Time) erro
 	if !hmac.Equal(got, mac.Sum(nil)) {
 		return fmt.Errorf("%w: mailgun signature does not match", ErrSignature)
 	}
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: mailgun timestamp is not Unix seconds", ErrSignature)
-	}
-	return checkAge(time.Unix(sec, 0), now, m.tolerance)
+	return checkUnixAge(timestamp, now, m.tolerance, "mailgun timestamp")
 }

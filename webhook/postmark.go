@@ -69,11 +69,8 @@ func (p *Postmark) Parse(_ context.Context, header http.Header, body []byte, now
 	if err := p.authenticate(header); err != nil {
 		return Batch{}, err
 	}
-	if err := requireJSON(header); err != nil {
-		return Batch{}, err
-	}
 	var r postmarkRecord
-	if err := decodeJSON(body, &r, "postmark record"); err != nil {
+	if err := readJSON(header, body, &r, "postmark record"); err != nil {
 		return Batch{}, err
 	}
 	ev := Event{Provider: p.Name(), Key: parseKey(r.Metadata[PostmarkMetadataKey])}

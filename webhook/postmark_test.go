@@ -47,6 +47,7 @@ func TestPostmarkFixtures(t *testing.T) {
 		{"unsubscribe", withField(t, withKey("postmark/subscription-change.json"), "ManualSuppression", "SuppressionReason"), want{webhook.KindUnsubscribe, testKey, "bounced-address@wildbit.com", "", "ManualSuppression"}},
 		{"reactivation", withField(t, withKey("postmark/subscription-change.json"), false, "SuppressSending"), want{webhook.KindOther, testKey, "bounced-address@wildbit.com", "", "HardBounce"}},
 		{"open", []byte(`{"RecordType":"Open","MessageID":"m","Recipient":"a@example.com"}`), want{webhook.KindOther, "", "a@example.com", "", "Open"}},
+		{"an address where a type belongs", withField(t, fixture(t, "postmark/bounce.json"), "john@example.com", "Type"), want{webhook.KindOther, "", "john@example.com", "", ""}},
 		{"a key of another system", withField(t, fixture(t, "postmark/bounce.json"), "order-1234", "Metadata", webhook.PostmarkMetadataKey), want{webhook.KindHardBounce, "", "john@example.com", "", "HardBounce"}},
 	}
 	for _, tt := range tests {

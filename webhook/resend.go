@@ -40,10 +40,7 @@ func NewResend(secret []byte, tolerance time.Duration) (*Resend, error) {
 	if err != nil || len(key) < 16 {
 		return nil, errors.New("resend signing secret must be whsec_ and the base64 of at least 16 bytes")
 	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	return &Resend{secret: key, tolerance: tolerance}, nil
+	return &Resend{secret: key, tolerance: orDefault(tolerance)}, nil
 }
 
 // Name returns "resend".
@@ -76,11 +73,8 @@ func (r *Resend) Parse(_ context.Context, header http.Header, body []byte, now t
 	if err := r.verify(id, header.Get("svix-timestamp"), header.Get("svix-signature"), body, now); err != nil {
 		return Batch{}, err
 	}
-	if err := requireJSON(header); err != nil {
-		return Batch{}, err
-	}
 	var e resendEvent
-	if err := decodeJSON(body, &e, "resend event"); err != nil {
+	if err := readJSON(header, body, &e, "resend event"); err != nil {
 		return Batch{}, err
 	}
 	if e.Type == "" {
@@ -126,11 +120,7 @@ func (r *Resend) verify(id, timestamp, signatures string, body []byte, now time.
 	if !ok {
 		return fmt.Errorf("%w: no svix v1 signature matches", ErrSignature)
 	}
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: svix-timestamp is not Unix seconds", ErrSignature)
-	}
-	return checkAge(time.Unix(sec, 0), now, r.tolerance)
+	return checkUnixAge(timestamp, now, r.tolerance, "svix-timestamp")
 }
 
 // resendKind maps an event type. email.bounced is a permanent rejection

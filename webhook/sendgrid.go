@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -49,10 +48,7 @@ func NewSendGrid(publicKey []byte, tolerance time.Duration) (*SendGrid, error) {
 	if !ok || ec.Curve != elliptic.P256() {
 		return nil, errors.New("sendgrid verification key is not an ECDSA P-256 key")
 	}
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	return &SendGrid{key: ec, tolerance: tolerance}, nil
+	return &SendGrid{key: ec, tolerance: orDefault(tolerance)}, nil
 }
 
 // Name returns "sendgrid".
@@ -79,26 +75,17 @@ func (s *SendGrid) Parse(_ context.Context, header http.Header, body []byte, now
 	if err := s.verify(header.Get(SendGridSignatureHeader), header.Get(SendGridTimestampHeader), body, now); err != nil {
 		return Batch{}, err
 	}
-	if err := requireJSON(header); err != nil {
-		return Batch{}, err
-	}
 	var list []sendGridEvent
-	if err := decodeJSON(body, &list, "sendgrid event batch"); err != nil {
+	if err := readJSON(header, body, &list, "sendgrid event batch"); err != nil {
 		return Batch{}, err
 	}
 	events := make([]Event, 0, len(list))
 	for _, e := range list {
-		at := now
-		if e.Timestamp != "" {
-			t, ok := unixSeconds(e.Timestamp.String())
-			if !ok {
-				return Batch{}, fmt.Errorf("%w: a sendgrid timestamp is not Unix seconds", ErrPayload)
-			}
-			at = t
+		at, err := eventTime(e.Timestamp, now, "a sendgrid timestamp")
+		if err != nil {
+			return Batch{}, err
 		}
-		var key string
-		_ = json.Unmarshal(e.Key, &key) // a non-string custom arg is no key
-		ev := Event{Provider: s.Name(), ID: e.EventID, Key: parseKey(key), Address: e.Email, At: at}
+		ev := Event{Provider: s.Name(), ID: e.EventID, Key: rawKey(e.Key), Address: e.Email, At: at}
 		ev.Kind, ev.Detail = sendGridKind(e)
 		if ev.ID == "" {
 			ev.ID = derivedID(e.Event, e.MessageID, e.Email, e.Timestamp.String())
@@ -123,11 +110,7 @@ func (s *SendGrid) verify(signature, timestamp string, body []byte, now time.Tim
 	if !ecdsa.VerifyASN1(s.key, h.Sum(nil), sig) {
 		return fmt.Errorf("%w: sendgrid signature does not match", ErrSignature)
 	}
-	sec, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: sendgrid timestamp is not Unix seconds", ErrSignature)
-	}
-	return checkAge(time.Unix(sec, 0), now, s.tolerance)
+	return checkUnixAge(timestamp, now, s.tolerance, "sendgrid timestamp")
 }
 
 // sendGridKind maps an event. A bounce of type "blocked" is soft (the

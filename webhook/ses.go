@@ -59,9 +59,7 @@ func NewSES(c SESConfig) (*SES, error) {
 	if s.certs.client == nil {
 		s.certs.client = http.DefaultClient
 	}
-	if s.tolerance <= 0 {
-		s.tolerance = DefaultTolerance
-	}
+	s.tolerance = orDefault(s.tolerance)
 	return s, nil
 }
 
@@ -72,11 +70,8 @@ func (*SES) Name() string { return "ses" }
 // SES message inside, or returns the Confirm of a subscription.
 func (s *SES) Parse(ctx context.Context, header http.Header, body []byte, now time.Time) (Batch, error) {
 	// SNS posts text/plain; a raw-delivery subscription is not supported.
-	if err := requireJSON(header, "text/plain"); err != nil {
-		return Batch{}, err
-	}
 	var m snsMessage
-	if err := decodeJSON(body, &m, "SNS message"); err != nil {
+	if err := readJSON(header, body, &m, "SNS message", "text/plain"); err != nil {
 		return Batch{}, err
 	}
 	if !s.topics[m.TopicArn] {

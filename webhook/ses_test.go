@@ -225,6 +225,9 @@ func TestSESCertificateURL(t *testing.T) {
 		"https://user@sns.us-west-2.amazonaws.com/cert.pem",
 		"https://s3.us-west-2.amazonaws.com/cert.pem",
 		"//sns.us-west-2.amazonaws.com/cert.pem",
+		"https://sns.us-west-2.amazonaws.com/?Action=Unsubscribe",
+		"https://sns.us-west-2.amazonaws.com/SimpleNotificationService-f3.pem?x=1",
+		"https://sns.us-west-2.amazonaws.com/../SimpleNotificationService-f3.pem",
 		"",
 	} {
 		tr := &snsTransport{cert: testSNS().certPEM}
@@ -241,7 +244,7 @@ func TestSESCertificateURL(t *testing.T) {
 	tr = &snsTransport{cert: testSNS().certPEM}
 	s = newSES(t, tr, nil)
 	m := snsEnvelope(t, msg, "2")
-	m["SigningCertURL"] = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-x.pem"
+	m["SigningCertURL"] = "https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-0123abcd.pem"
 	_, err := s.Parse(context.Background(), snsHeader(), testSNS().sign(t, m), testNow)
 	checkErr(t, err, webhook.ErrUnavailable) // fetched (the test's AWS answers 404)
 	if got := tr.requested(); len(got) != 1 {

@@ -40,28 +40,24 @@ type snsMessage struct {
 // in this order, each as "Name\nvalue\n"; Subject only when present.
 // https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html
 func (m *snsMessage) stringToSign() (string, error) {
-	var b strings.Builder
-	add := func(name, value string) { b.WriteString(name + "\n" + value + "\n") }
+	subject := []string{}
+	if m.Subject != nil {
+		subject = []string{"Subject", *m.Subject}
+	}
+	var fields []string
 	switch m.Type {
 	case "Notification":
-		add("Message", m.Message)
-		add("MessageId", m.MessageID)
-		if m.Subject != nil {
-			add("Subject", *m.Subject)
-		}
-		add("Timestamp", m.Timestamp)
-		add("TopicArn", m.TopicArn)
-		add("Type", m.Type)
+		fields = append([]string{"Message", m.Message, "MessageId", m.MessageID}, subject...)
+		fields = append(fields, "Timestamp", m.Timestamp)
 	case "SubscriptionConfirmation", "UnsubscribeConfirmation":
-		add("Message", m.Message)
-		add("MessageId", m.MessageID)
-		add("SubscribeURL", m.SubscribeURL)
-		add("Timestamp", m.Timestamp)
-		add("Token", m.Token)
-		add("TopicArn", m.TopicArn)
-		add("Type", m.Type)
+		fields = []string{"Message", m.Message, "MessageId", m.MessageID, "SubscribeURL", m.SubscribeURL,
+			"Timestamp", m.Timestamp, "Token", m.Token}
 	default:
 		return "", fmt.Errorf("%w: SNS message type %q", ErrPayload, safeText(m.Type, 40))
+	}
+	var b strings.Builder
+	for _, f := range append(fields, "TopicArn", m.TopicArn, "Type", m.Type) {
+		b.WriteString(f + "\n")
 	}
 	return b.String(), nil
 }
@@ -70,6 +66,9 @@ func (m *snsMessage) stringToSign() (string, error) {
 // sns.<region>.amazonaws.com, or .amazonaws.com.cn in China.
 var snsHost = regexp.MustCompile(`^sns\.[a-z]{2}(-[a-z]+)+-[0-9]+\.amazonaws\.com(\.cn)?$`)
 
+// snsCertPath is the path of SNS's signing certificates.
+var snsCertPath = regexp.MustCompile(`^/SimpleNotificationService-[0-9a-f]{1,64}\.pem$`)
+
 // snsURL parses u and checks it is https on an SNS host: a message may
 // name any URL, and the receiver must neither fetch a key from nor GET a
 // URL of another host.
@@ -77,6 +76,20 @@ func snsURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if err != nil || p.Scheme != "https" || p.User != nil || p.Port() != "" || !snsHost.MatchString(p.Hostname()) {
 		return nil, errors.New("not an https URL on an sns.<region>.amazonaws.com host")
+	}
+	return p, nil
+}
+
+// snsCertURL is snsURL for a signing certificate: also its documented
+// path, so that a forged message cannot make the receiver fetch any
+// other URL of the host.
+func snsCertURL(u string) (*url.URL, error) {
+	p, err := snsURL(u)
+	if err != nil {
+		return nil, err
+	}
+	if !snsCertPath.MatchString(p.EscapedPath()) || p.RawQuery != "" || p.Fragment != "" {
+		return nil, errors.New("not an SNS signing certificate's path (/SimpleNotificationService-HEX.pem)")
 	}
 	return p, nil
 }
@@ -90,6 +103,9 @@ type snsCerts struct {
 	mu    sync.Mutex
 	cache map[string]*x509.Certificate
 }
+
+// maxCachedCerts bounds the cache of fetched certificates.
+const maxCachedCerts = 16
 
 // maxCertSize bounds a fetched certificate.
 const maxCertSize = 64 << 10
@@ -143,7 +159,7 @@ func (c *snsCerts) verify(ctx context.Context, m *snsMessage, now time.Time) err
 
 // fetch returns the certificate at u, from the cache or over HTTPS.
 func (c *snsCerts) fetch(ctx context.Context, u string) (*x509.Certificate, error) {
-	p, err := snsURL(u)
+	p, err := snsCertURL(u)
 	if err != nil {
 		return nil, fmt.Errorf("%w: SigningCertURL: %v", ErrSignature, err)
 	}
@@ -176,7 +192,9 @@ func (c *snsCerts) fetch(ctx context.Context, u string) (*x509.Certificate, erro
 		return nil, fmt.Errorf("%w: SigningCertURL: %v", ErrSignature, err)
 	}
 	c.mu.Lock()
-	if c.cache == nil {
+	if c.cache == nil || len(c.cache) >= maxCachedCerts {
+		// SNS rotates its certificate rarely: a full cache is old
+		// certificates, dropped together.
 		c.cache = map[string]*x509.Certificate{}
 	}
 	c.cache[key] = certs[0]

@@ -1,11 +1,14 @@
 package webhook_test
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weeklydigest/digest/webhook"
 )
@@ -109,6 +112,43 @@ func TestWebhookImportsOnlyTheDomain(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		if strings.Contains(strings.Split(p, "/")[0], ".") && p != "github.com/weeklydigest/digest/digest" {
 			t.Errorf("webhook imports %s", p)
+		}
+	}
+}
+
+// Options.Tolerance reaches the providers: a request 6 minutes old is
+// refused by default and accepted under a 10-minute tolerance.
+func TestFromFilesTolerance(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := webhook.Files{
+		SendGridPublicKey: writeFile(t, dir, "sendgrid", string(sendGridPublicKey(t, testSendGridKey()))),
+		MailgunSigningKey: writeFile(t, dir, "mailgun", mailgunKey),
+		ResendSecret:      writeFile(t, dir, "resend", resendSecret),
+	}
+	old := testNow.Add(-6 * time.Minute)
+	sg := fixture(t, "sendgrid/events.json")
+	mg := mailgunBody(t, mailgunKey, old, mailgunToken, fixture(t, "mailgun/delivered.json"))
+	rs := fixture(t, "resend/email.sent.json")
+	requests := map[string]func() (http.Header, []byte){
+		"sendgrid": func() (http.Header, []byte) { return sendGridHeader(t, testSendGridKey(), old, sg), sg },
+		"mailgun":  func() (http.Header, []byte) { return jsonHeader(), mg },
+		"resend":   func() (http.Header, []byte) { return svixHeader(t, resendSecret, "msg_1", old, rs), rs },
+	}
+	for _, tc := range []struct {
+		tolerance time.Duration
+		ok        bool
+	}{{0, false}, {10 * time.Minute, true}} {
+		ps, err := webhook.FromFiles(f, webhook.Options{Tolerance: tc.tolerance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			h, body := requests[p.Name()]()
+			_, err := p.Parse(context.Background(), h, body, testNow)
+			if (err == nil) != tc.ok {
+				t.Errorf("%s, tolerance %s: %v", p.Name(), tc.tolerance, err)
+			}
 		}
 	}
 }

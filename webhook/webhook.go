@@ -132,7 +132,8 @@ type Provider interface {
 	Name() string
 	// Parse verifies the request (its signature, its timestamp's age) and
 	// returns its events. Errors wrap ErrSignature, ErrPayload or
-	// ErrContentType; none quotes an address or a secret.
+	// ErrContentType, or ErrUnavailable when the request could not be
+	// verified for now; none quotes an address or a secret.
 	Parse(ctx context.Context, header http.Header, body []byte, now time.Time) (Batch, error)
 }
 

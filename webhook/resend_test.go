@@ -148,3 +148,24 @@ func TestNewResendRefusesMalformedSecrets(t *testing.T) {
 		t.Errorf("%%#v shows the secret: %s", s)
 	}
 }
+
+// The test vector Svix publishes (and the Standard Webhooks specification
+// repeats): its secret verifies its signature of its payload, and nothing
+// else.
+func TestResendSvixVector(t *testing.T) {
+	t.Parallel()
+	r, err := webhook.NewResend([]byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := jsonHeader()
+	h.Set("svix-id", "msg_p5jXN8AQM9LWM0D4loKWxJek")
+	h.Set("svix-timestamp", "1614265330")
+	h.Set("svix-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+	now := time.Unix(1614265330, 0)
+	// Verified, then refused as a payload: the vector is no Resend event.
+	_, err = r.Parse(context.Background(), h, []byte(`{"test": 2432232314}`), now)
+	checkErr(t, err, webhook.ErrPayload)
+	_, err = r.Parse(context.Background(), h, []byte(`{"test": 2432232315}`), now)
+	checkErr(t, err, webhook.ErrSignature)
+}

@@ -94,6 +94,9 @@ func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsCont
 // what is not plain ASCII. Other spaces are kept: CLDR's U+2009 around a
 // range's dash, U+00A0 and U+202F are part of how a locale writes a date.
 func HeaderText(s string) string {
+	if isHeaderText(s) {
+		return s // the usual name or subject: nothing to change, nothing to allocate
+	}
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return ' '
@@ -101,6 +104,24 @@ func HeaderText(s string) string {
 		return r
 	}, s)
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
+}
+
+// isHeaderText reports whether HeaderText would return s as it is: no
+// control character, line or paragraph separator, and single spaces only
+// between words.
+func isHeaderText(s string) bool {
+	if s == "" {
+		return true
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' || strings.Contains(s, "  ") {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 // MailpitTag returns the Mailpit tag for key: "dk-" + key id + "-" + hex, in

@@ -50,7 +50,8 @@ type header struct{ name, value string }
 // setHeader adds a generic header, encoded as go-mail's SetGenHeader
 // encodes it (RFC 2047 Q-encoding of what is not printable ASCII) when the
 // letter is composed. A header of the same name replaces the one set
-// before, as in go-mail.
+// before, as in go-mail. Not for Content-Type, Content-Transfer-Encoding,
+// From, To or List-Unsubscribe: the composer writes those itself.
 func (l *letter) setHeader(name, value string) {
 	for i := range l.headers {
 		if l.headers[i].name == name {

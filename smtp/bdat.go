@@ -38,7 +38,7 @@ func bdatStage(err error) string {
 var errChunkAfterRefusal = errors.New("server accepted the message after refusing its envelope")
 
 // sendChunked sends MAIL, one RCPT per recipient and "BDAT <n> LAST" with
-// the n bytes of chunk (composeChunk: not dot-stuffed, no final dot) in
+// the n bytes of chunk (composeLetter's raw content: not dot-stuffed, no final dot) in
 // one write (RFC 3030 CHUNKING with RFC 2920 PIPELINING: the server must
 // have advertised both), then reads the replies in order. It returns the
 // reply to BDAT, or the stage that failed and its error:

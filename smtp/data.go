@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/textproto"
 	"sync"
+	"unsafe"
 
 	gomail "github.com/wneessen/go-mail"
 )
@@ -20,7 +21,7 @@ import (
 // followed by LF is left as it is, and end writes the terminator that
 // dotWriter.Close writes.
 //
-// With raw set (composeChunk) it does the same but for the dots: BDAT
+// With raw set (BDAT: composeLetter) it does the same but for the dots: BDAT
 // content is sent as is (RFC 3030), so no line is stuffed, and end only
 // ends the last line.
 type dataBuffer struct {
@@ -84,6 +85,12 @@ func (d *dataBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteString is Write for a string, without copying it: Write only
+// reads p.
+func (d *dataBuffer) WriteString(s string) (int, error) {
+	return d.Write(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
 // nextLF returns the index of the first LF in p at or after i, or -1.
 func nextLF(p []byte, i int) int {
 	if j := bytes.IndexByte(p[i:], '\n'); j >= 0 {
@@ -144,12 +151,6 @@ func composeData(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
 	return compose(msg, eightBitMIME, false)
 }
 
-// composeChunk is composeData for BDAT (sendChunked): the same lines, not
-// dot-stuffed and without the final dot.
-func composeChunk(msg *gomail.Msg, eightBitMIME bool) (*dataBuffer, error) {
-	return compose(msg, eightBitMIME, true)
-}
-
 func compose(msg *gomail.Msg, eightBitMIME, raw bool) (*dataBuffer, error) {
 	changed := encodeFor8BitMIME(msg, eightBitMIME)
 	defer func() {
@@ -168,7 +169,7 @@ func compose(msg *gomail.Msg, eightBitMIME, raw bool) (*dataBuffer, error) {
 }
 
 // sendData sends DATA on text and, after the server's 354, content (the
-// message, dot-stuffed, with its final dot: composeData) in one write,
+// message, dot-stuffed, with its final dot: composeLetter) in one write,
 // then reads the server's reply to the final dot. It is what go-mail's
 // Client.Data, DataCloser.Write and DataCloser.Close do, without the
 // dotWriter. It returns the reply's text, or the stage that failed:

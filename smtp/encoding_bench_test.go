@@ -161,7 +161,8 @@ func decoded(cte string, r io.Reader) io.Reader {
 // through net/textproto's dotWriter, a byte at a time) with composeData
 // (into a pooled buffer, dot-stuffed a line at a time, one write); and,
 // to tell what composition itself costs, build alone and build plus
-// Msg.WriteTo into a buffer with no dot-stuffing.
+// Msg.WriteTo into a buffer with no dot-stuffing; and the letter the
+// mailer sends, composed without go-mail (composeLetter).
 func BenchmarkData(b *testing.B) {
 	env, msgs := sampleMessages(b)
 	build := func(n int) *gomail.Msg {
@@ -203,6 +204,23 @@ func BenchmarkData(b *testing.B) {
 			if err := w.Close(); err != nil {
 				b.Fatal(err)
 			}
+			n++
+		}
+	})
+	b.Run("letter+composeLetter", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			l, err := env.letter(msgs[n%len(msgs)], benchTime)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, err := composeLetter(l, true, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			putDataBuffer(d)
+			putLetter(l)
 			n++
 		}
 	})

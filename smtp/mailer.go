@@ -240,10 +240,11 @@ func clientOptions(cfg Config, tlsConfig *tls.Config) []gomail.Option {
 // or the Message-ID when the server said nothing more. Errors are
 // *digest.SendError; see classifySMTP for the classes.
 func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
-	msg, err := m.env.build(dm, m.now())
+	l, err := m.env.letter(dm, m.now())
 	if err != nil {
 		return "", err
 	}
+	defer putLetter(l)
 	var c *conn
 	select {
 	case c = <-m.slots:
@@ -274,7 +275,7 @@ func (m *Mailer) Send(ctx context.Context, dm *digest.Message) (string, error) {
 	if left := time.Until(deadline); bounded && left < m.WorstCase() {
 		return "", temporary(fmt.Errorf("%w (%s left, a send may take %s)", digest.ErrNoTime, left.Round(time.Millisecond), m.WorstCase()))
 	}
-	return m.sendOn(ctx, c, msg)
+	return m.sendOn(ctx, c, l)
 }
 
 // idleCheck is how long a pooled connection may stay unused before the
@@ -293,7 +294,7 @@ const idleCheck = 30 * time.Second
 // connection. In a run, connections are reused within milliseconds.
 const chunkIdle = time.Second
 
-// sendOn sends msg on c, dialling when c has no connection. Before BDAT on
+// sendOn sends l on c, dialling when c has no connection. Before BDAT on
 // a pooled connection it peeks at the socket (peerClosed,
 // no round trip): a server that closed the connection while it sat in the
 // pool, silently, would otherwise get the whole message written into a
@@ -301,7 +302,7 @@ const chunkIdle = time.Second
 // told from a server that took the message and lost its replies
 // (docs/design.md, "BDAT on a reused connection"). Found closed, the
 // connection is replaced and the message goes the DATA way on the new one.
-func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, error) {
+func (m *Mailer) sendOn(ctx context.Context, c *conn, l *letter) (string, error) {
 	dataWay := false // set once a pooled connection was found closed
 	for {
 		if err := ctx.Err(); err != nil {
@@ -331,7 +332,7 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 			return "", temporary(fmt.Errorf("set deadline: %w", err))
 		}
 		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-		ref, stage, err := m.exchange(c.smtp, msg, !fresh && idle >= idleCheck, chunkOK)
+		ref, stage, err := m.exchange(c.smtp, l, !fresh && idle >= idleCheck, chunkOK)
 		stop()
 		_ = raw.limit(time.Time{})
 		if err == nil {
@@ -362,7 +363,7 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 	}
 }
 
-// exchange sends msg on client: NOOP first when check is set, then MAIL,
+// exchange sends l on client: NOOP first when check is set, then MAIL,
 // RCPT and DATA (in one write when the server has PIPELINING: sendEnvelope)
 // and the content, or, when it also has CHUNKING and chunkOK is set (a
 // fresh connection, or one used within chunkIdle), MAIL, RCPT and the
@@ -371,10 +372,11 @@ func (m *Mailer) sendOn(ctx context.Context, c *conn, msg *gomail.Msg) (string, 
 // go-mail's Client.Send without its per-message NOOP and its RSET after
 // each message: a completed DATA ends the transaction (RFC 5321 4.1.1.4),
 // so the next MAIL needs no RSET; and after any failure the connection is
-// dropped, never reset and reused. And the content is composed once,
-// dot-stuffed, and written whole (composeData, sendData), not a byte at a
-// time through go-mail's DATA writer.
-func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK bool) (string, gomail.SendErrReason, error) {
+// dropped, never reset and reused. And the content is composed once, by
+// composeLetter rather than go-mail's Msg.WriteTo (the same bytes),
+// dot-stuffed, and written whole (sendData), not a byte at a time through
+// go-mail's DATA writer.
+func (m *Mailer) exchange(client *gosmtp.Client, l *letter, check, chunkOK bool) (string, gomail.SendErrReason, error) {
 	if check {
 		if err := client.Noop(); err != nil {
 			return "", gomail.ErrConnCheck, err
@@ -384,14 +386,7 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK
 	if err := client.UpdateDeadline(m.timeout); err != nil {
 		return "", gomail.ErrConnCheck, err
 	}
-	from, err := msg.GetSender(false)
-	if err != nil {
-		return "", gomail.ErrGetSender, err
-	}
-	rcpts, err := msg.GetRecipients()
-	if err != nil {
-		return "", gomail.ErrGetRcpts, err
-	}
+	from, rcpts := l.sender, l.rcpts[:]
 	// The content is composed before MAIL, in the encoding this server
 	// takes, so that the server's transaction is not held open while it is
 	// and the content goes out in one write.
@@ -399,11 +394,7 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK
 	pipelining, _ := client.Extension("PIPELINING")
 	chunking, _ := client.Extension("CHUNKING")
 	chunked := pipelining && chunking && chunkOK // see chunkIdle
-	compose := composeData
-	if chunked {
-		compose = composeChunk
-	}
-	content, err := compose(msg, eightBitMIME)
+	content, err := composeLetter(l, eightBitMIME, chunked)
 	if err != nil {
 		return "", gomail.ErrWriteContent, err
 	}
@@ -439,7 +430,7 @@ func (m *Mailer) exchange(client *gosmtp.Client, msg *gomail.Msg, check, chunkOK
 	if err != nil {
 		return "", stage, err
 	}
-	return reference(reply, msg.GetMessageID()), 0, nil
+	return reference(reply, l.messageID), 0, nil
 }
 
 func (m *Mailer) dial(ctx context.Context, c *conn) error {

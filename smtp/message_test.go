@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/smtp"
@@ -125,4 +126,23 @@ func TestHeaderTextKeepsLocaleSpaces(t *testing.T) {
 			t.Errorf("HeaderText(%+q) = %+q, want %+q", in, got, want)
 		}
 	}
+}
+
+// HeaderText's output is one clean header line whatever the input, so its
+// fast path (the input as it is) never lets through what the full
+// transformation would change.
+func FuzzHeaderText(f *testing.F) {
+	for _, s := range []string{"", " ", "a  b", "a\u2028b", "Zoë Müller", "x\u0085y", " lead", "trail ", "tab\there"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := smtp.HeaderText(s)
+		if again := smtp.HeaderText(got); again != got {
+			t.Fatalf("HeaderText(%q) = %q, and again %q: want a fixed point", s, got, again)
+		}
+		if strings.ContainsFunc(got, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) || strings.Contains(got, "  ") ||
+			strings.HasPrefix(got, " ") || strings.HasSuffix(got, " ") {
+			t.Fatalf("HeaderText(%q) = %q", s, got)
+		}
+	})
 }

@@ -87,8 +87,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return user(ctx, args[1:], getenv, stdout, stderr)
 		case "null-smtp":
 			return nullSMTP(args[1:], stdout)
-		case "plain-loop":
-			return plainLoop(ctx, args[1:], stdout)
+		case "plain-loop", "limit-loop":
+			return senderLoop(ctx, args[0], args[1:], stdout)
 		}
 	}
 	fs := flag.NewFlagSet("digest-bench", flag.ContinueOnError)

@@ -17,15 +17,16 @@ import (
 // stand in for digest-bench when "user" re-executes itself as the null
 // SMTP server or the plain loop.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "null-smtp" || os.Args[1] == "plain-loop") {
+	if len(os.Args) > 1 && (os.Args[1] == "null-smtp" || os.Args[1] == "plain-loop" || os.Args[1] == "limit-loop") {
 		os.Exit(Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	e2etest.Main(m)
 }
 
 // A CI-sized "digest-bench user": the real binary against the null server
-// process, interleaved with the plain loop process. It checks what each
-// run did and that every measure is there, never how fast.
+// processes (with and without CHUNKING), interleaved with the limit loop
+// and the plain loop processes. It checks what each run did and that
+// every measure is there, never how fast.
 func TestUserSmall(t *testing.T) {
 	t.Parallel()
 	traces := t.TempDir()
@@ -39,15 +40,17 @@ func TestUserSmall(t *testing.T) {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}
 	want := len(e2etest.Wanted(t, 400, bench.DefaultWeek))
-	if len(res.Samples) != 4 {
-		t.Fatalf("%d samples, want job, plain, job, plain:\n%s", len(res.Samples), out)
+	if len(res.Samples) != 12 {
+		t.Fatalf("%d samples, want job, limit, plain on each of 2 sinks, 2 rounds:\n%s", len(res.Samples), out)
 	}
 	for i, s := range res.Samples {
-		kind := []string{"job", "plain"}[i%2]
+		kind := []string{"job", "limit", "plain"}[i%3]
+		sink := []bench.Sink{bench.SinkChunking, bench.SinkNoChunking}[i/3%2]
 		// The null server process counted each digest the run sent once,
-		// and the plain loop sent as many as the run before it.
-		if s.Kind != kind || s.Messages != want || s.Received != int64(want) {
-			t.Errorf("sample %d: %s, %d messages, %d received by the null server; want %s, %d and %d", i, s.Kind, s.Messages, s.Received, kind, want, want)
+		// and each loop sent as many as the run before it.
+		if s.Kind != kind || s.Sink != sink || s.Messages != want || s.Received != int64(want) {
+			t.Errorf("sample %d: %s on %s, %d messages, %d received by the null server; want %s on %s, %d and %d",
+				i, s.Kind, s.Sink, s.Messages, s.Received, kind, sink, want, want)
 		}
 		if !(s.PerSecond > 0 && s.ProcessCPU > 0 && s.ServerCPU > 0) {
 			t.Errorf("sample %d (%s): %.0f msg/s, CPU %.0f µs process, %.0f µs server; want all positive", i, s.Kind, s.PerSecond, s.ProcessCPU, s.ServerCPU)
@@ -66,15 +69,20 @@ func TestUserSmall(t *testing.T) {
 			t.Errorf("job sample %d: run %.3fs, stages %v; want the summary's stage times", i, s.RunSeconds, s.Stages)
 		}
 	}
-	for _, n := range []string{"run-1.trace", "run-2.trace"} {
+	for _, n := range []string{"run-1.trace", "run-2.trace", "run-3.trace", "run-4.trace"} {
 		b, err := os.ReadFile(filepath.Join(traces, n))
 		if err != nil || !strings.HasPrefix(string(b), "go 1.") {
 			t.Errorf("--trace: %s: %d bytes (%v); want a Go execution trace", n, len(b), err)
 		}
 	}
-	if !(res.Ratio > 0 && res.Job.PerSecond > 0 && res.Plain.PerSecond > 0 && res.MessageBytes > 1000) {
-		t.Errorf("ratio %.2f, medians %.0f and %.0f msg/s, message %d bytes; want all positive and a whole digest",
-			res.Ratio, res.Job.PerSecond, res.Plain.PerSecond, res.MessageBytes)
+	if len(res.Sinks) != 2 || res.MessageBytes < 1000 {
+		t.Fatalf("%d sinks, message %d bytes; want 2 and a whole digest", len(res.Sinks), res.MessageBytes)
+	}
+	for _, k := range res.Sinks {
+		if !(k.Ratio > 0 && k.LimitRatio > 0 && k.Job.PerSecond > 0 && k.Limit.PerSecond > 0 && k.Plain.PerSecond > 0) {
+			t.Errorf("sink %s: ratios %.2f (plain) and %.2f (limit), medians %.0f, %.0f and %.0f msg/s; want all positive",
+				k.Sink, k.Ratio, k.LimitRatio, k.Job.PerSecond, k.Limit.PerSecond, k.Plain.PerSecond)
+		}
 	}
 }
 
@@ -82,13 +90,16 @@ func TestUserSmall(t *testing.T) {
 func TestUserTable(t *testing.T) {
 	t.Parallel()
 	job := bench.Sample{Kind: "job", RunSeconds: 2, Stages: map[string]bench.StageTimes{"send": {Busy: 7, WaitIn: 0.5, WaitOut: 0.5}, "claim": {Busy: 1, WaitOut: 1}}}
-	res := bench.UserResult{Customers: 10, Concurrency: 1, Runs: 1, Samples: []bench.Sample{job, {Kind: "plain"}}}
+	job.Sink = bench.SinkChunking
+	limit, plain := bench.Sample{Kind: "limit", Sink: bench.SinkChunking}, bench.Sample{Kind: "plain", Sink: bench.SinkChunking}
+	res := bench.UserResult{Customers: 10, Concurrency: 1, Runs: 1, Samples: []bench.Sample{job, limit, plain},
+		Sinks: []bench.SinkResult{{Sink: bench.SinkChunking, Job: job, Limit: limit, Plain: plain, Ratio: 0.8, LimitRatio: 0.4}}}
 	var b strings.Builder
 	if err := res.Print(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"msg/s", "CPU µs/msg: process", "SMTP server", "PostgreSQL", "ledger B/digest", "WAL B/digest", "load1", "CPU busy cores", "job 1", "plain 1", "job median", "plain median", "ratio ",
-		"job 1 stages (run 2.00s wall)", "waiting for input", "blocked on output", "350%", "claim"} {
+	for _, name := range []string{"msg/s", "CPU µs/msg: process", "SMTP server", "PostgreSQL", "ledger B/digest", "WAL B/digest", "load1", "CPU busy cores", "job 1", "limit 1", "plain 1", "job median", "limit median", "plain median",
+		"sink chunking: ratio to the limit 0.40, to the plain go-mail loop 0.80", "job 1 (sink chunking) stages (run 2.00s wall)", "waiting for input", "blocked on output", "350%", "claim"} {
 		if !strings.Contains(b.String(), name) {
 			t.Errorf("table lacks %q:\n%s", name, b.String())
 		}
@@ -99,7 +110,7 @@ func TestUserUsageErrors(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DIGEST_DATABASE_URL": "postgres://nowhere.invalid/x"}
 	for _, args := range [][]string{{"user", "--nope"}, {"user", "extra"}, {"user", "--digest-bin", "/nonexistent/digest"},
-		{"plain-loop"}, {"null-smtp", "--nope"}} {
+		{"plain-loop"}, {"limit-loop"}, {"null-smtp", "--nope"}, {"user", "--sinks", "chunking,fast"}} {
 		if code, _, errOut := benchMain(t, env, args...); code != 2 || !strings.HasPrefix(errOut, "digest-bench: ") {
 			t.Errorf("digest-bench %v: exit %d, %q; want exit 2 with one line", args, code, errOut)
 		}

@@ -55,34 +55,48 @@ func (r *Result) Print(w io.Writer) error {
 	return tw.Flush()
 }
 
-// Print writes every run and the medians as an aligned table: digests/s
-// against the plain loop's msg/s, CPU per message by process, ledger and
-// WAL bytes per digest, and the load average at the end of each run (the
-// machine is shared: read each number next to it).
+// Print writes every run and, for each sink, the medians and the job's
+// ratios to the limit loop and to the plain go-mail loop, as an aligned
+// table: msg/s, CPU per message by process, peak RSS, busy cores, ledger
+// and WAL bytes per digest, and the load average at the end of each run
+// (the machine may be shared: read each number next to it).
 func (r *UserResult) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved runs, message %d bytes (the median-sized of the first digests the null server received)\n",
+	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved rounds, message %d bytes (the median-sized of the first digests the null server received)\n",
 		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
-	fmt.Fprintln(tw, "run\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tpeak RSS MiB\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
+	fmt.Fprintln(tw, "run\tsink\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tpeak RSS MiB\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
 	row := func(name string, s Sample) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Messages, s.Received, s.PerSecond,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Sink, s.Messages, s.Received, s.PerSecond,
 			s.ProcessCPU, s.ServerCPU, s.PostgresCPU, s.Cores, s.PeakRSS, s.Backends, s.LedgerBytes, s.WALBytes, s.Load)
 	}
-	for i, s := range r.Samples {
-		row(fmt.Sprintf("%s %d", s.Kind, i/2+1), s)
+	round := map[string]int{}
+	for _, s := range r.Samples {
+		key := s.Kind + "/" + string(s.Sink)
+		round[key]++
+		row(fmt.Sprintf("%s %d", s.Kind, round[key]), s)
 	}
-	row("job median", r.Job)
-	row("plain median", r.Plain)
+	for _, k := range r.Sinks {
+		row("job median", k.Job)
+		row("limit median", k.Limit)
+		row("plain median", k.Plain)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "ratio %.2f (median digests/s of digest run ÷ median msg/s of the plain go-mail loop)\n", r.Ratio); err != nil {
-		return err
+	for _, k := range r.Sinks {
+		if _, err := fmt.Fprintf(w, "sink %s: ratio to the limit %.2f, to the plain go-mail loop %.2f (median digests/s of digest run ÷ median msg/s of each loop)\n",
+			k.Sink, k.LimitRatio, k.Ratio); err != nil {
+			return err
+		}
 	}
-	for i, s := range r.Samples {
-		if s.Kind == "job" && len(s.Stages) > 0 {
-			if err := printStages(w, fmt.Sprintf("job %d", i/2+1), s); err != nil {
-				return err
+	job := 0
+	for _, s := range r.Samples {
+		if s.Kind == "job" {
+			job++
+			if len(s.Stages) > 0 {
+				if err := printStages(w, fmt.Sprintf("job %d (sink %s)", job, s.Sink), s); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -45,8 +45,13 @@ type UserConfig struct {
 	// Concurrency: SMTP connections of the job (DIGEST_CONCURRENCY) and
 	// of the plain loop. Default 4.
 	Concurrency int
-	// Runs: job runs and plain-loop runs, interleaved. Default 3.
+	// Runs: rounds of job, limit and plain-loop runs, interleaved, on
+	// each sink. Default 3.
 	Runs int
+	// Sinks to measure against, each a null SMTP server process of its
+	// own, in turn within each round. Default: SinkChunking and
+	// SinkNoChunking.
+	Sinks []Sink
 	// Week of the seeded activity. Default DefaultWeek.
 	Week digest.ISOWeek
 	// Progress, when set, receives one line per phase.
@@ -56,9 +61,23 @@ type UserConfig struct {
 	TraceDir string
 }
 
-// Sample is one job run or one plain-loop run.
+// Sink is a kind of null SMTP server: what it offers decides how few
+// round trips a message can take.
+type Sink string
+
+const (
+	// SinkChunking offers PIPELINING and CHUNKING (go-smtp's own EHLO): a
+	// message can go in one round trip (MAIL, RCPT, BDAT LAST).
+	SinkChunking Sink = "chunking"
+	// SinkNoChunking offers PIPELINING without CHUNKING: a message takes
+	// two round trips (MAIL, RCPT, DATA; then the content).
+	SinkNoChunking Sink = "no-chunking"
+)
+
+// Sample is one job run, one limit run or one plain-loop run.
 type Sample struct {
-	Kind      string  `json:"kind"` // "job" or "plain"
+	Kind      string  `json:"kind"` // "job", "limit" or "plain"
+	Sink      Sink    `json:"sink"`
 	Messages  int     `json:"messages"`
 	Received  int64   `json:"received"` // counted by the null server during the run
 	Seconds   float64 `json:"seconds"`
@@ -113,16 +132,29 @@ func stagesOf(sum map[string]any) map[string]StageTimes {
 	return out
 }
 
-// UserResult is what MeasureUser measured: every run and the medians.
+// UserResult is what MeasureUser measured: every run and, for each sink,
+// the medians.
 type UserResult struct {
-	Customers    int      `json:"customers"`
-	Concurrency  int      `json:"concurrency"`
-	Runs         int      `json:"runs"`
-	MessageBytes int      `json:"message_bytes"` // the rendered digest both sides send
-	Samples      []Sample `json:"samples"`
-	Job          Sample   `json:"job_median"`
-	Plain        Sample   `json:"plain_median"`
-	Ratio        float64  `json:"ratio"` // median job digests/s ÷ median plain msg/s
+	Customers    int          `json:"customers"`
+	Concurrency  int          `json:"concurrency"`
+	Runs         int          `json:"runs"`
+	MessageBytes int          `json:"message_bytes"` // the rendered digest the three senders send
+	Samples      []Sample     `json:"samples"`
+	Sinks        []SinkResult `json:"sinks"`
+}
+
+// SinkResult is the medians of the runs against one sink and the job's
+// ratios to the two references.
+type SinkResult struct {
+	Sink  Sink   `json:"sink"`
+	Job   Sample `json:"job_median"`
+	Limit Sample `json:"limit_median"`
+	Plain Sample `json:"plain_median"`
+	// Ratio is the median job digests/s ÷ the median plain msg/s.
+	Ratio float64 `json:"ratio"`
+	// LimitRatio is the median job digests/s ÷ the median limit msg/s:
+	// the share of what the sink can take at all that the job reaches.
+	LimitRatio float64 `json:"limit_ratio"`
 }
 
 func (c *UserConfig) setDefaults() error {
@@ -134,6 +166,14 @@ func (c *UserConfig) setDefaults() error {
 	}
 	if c.Runs == 0 {
 		c.Runs = 3
+	}
+	if len(c.Sinks) == 0 {
+		c.Sinks = []Sink{SinkChunking, SinkNoChunking}
+	}
+	for _, k := range c.Sinks {
+		if k != SinkChunking && k != SinkNoChunking {
+			return fmt.Errorf("bench: sink %q: want %s or %s", k, SinkChunking, SinkNoChunking)
+		}
 	}
 	if c.Week == (digest.ISOWeek{}) {
 		c.Week = DefaultWeek
@@ -164,11 +204,12 @@ var DefaultWeek = digest.ISOWeek{Year: 2026, Week: 48}
 // ledgerTables are emptied before each run, so each starts from nothing.
 const ledgerTables = `receipts, receipt_events, snapshot_pins, observations, prune_tombstones, week_runs, run_ends`
 
-// MeasureUser seeds the week with "digest seed", starts the null SMTP
-// server process, then alternates "digest run" (the ledger emptied before
-// each) and the plain go-mail loop sending the median-sized of the first
-// digests the server received (see ServeNullSMTP), as many messages as the
-// job sent, over as many connections.
+// MeasureUser seeds the week with "digest seed", starts a null SMTP
+// server process per sink, then, round after round and sink after sink,
+// runs "digest run" (the ledger emptied before each), the limit loop and
+// the plain go-mail loop; the two loops send the median-sized of the
+// first digests the first sink received (see ServeNullSMTP), as many
+// messages as the job sent, over as many connections.
 func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return UserResult{}, err
@@ -224,39 +265,61 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	}
 	defer os.RemoveAll(dir)
 	eml := filepath.Join(dir, "first.eml")
-	srv, err := startNullProcess(cfg.Self, eml)
-	if err != nil {
-		return res, err
+	sinks := make([]*nullProcess, len(cfg.Sinks))
+	for k, sink := range cfg.Sinks {
+		keep := ""
+		if k == 0 {
+			keep = eml
+		}
+		if sinks[k], err = startNullProcess(cfg.Self, keep, sink); err != nil {
+			return res, err
+		}
+		defer sinks[k].stop()
 	}
-	defer srv.stop()
 
+	run := 0 // job runs so far, for their traces' names
 	for i := range cfg.Runs {
-		if _, err := admin.Exec(ctx, "SET search_path TO "+schema+"; TRUNCATE "+ledgerTables); err != nil {
-			return res, fmt.Errorf("bench: empty the ledger: %w", err)
-		}
-		progress("run %d/%d: digest run (%d connections)", i+1, cfg.Runs, cfg.Concurrency)
-		job, err := jobRun(ctx, admin, srv, digestCmd, dbURL, cfg, i)
-		if err != nil {
-			return res, err
-		}
-		res.Samples = append(res.Samples, job)
-		if i == 0 {
-			b, err := os.ReadFile(eml)
-			if err != nil {
-				return res, fmt.Errorf("bench: the null server kept no message: %w", err)
+		for k, sink := range cfg.Sinks {
+			srv := sinks[k]
+			if _, err := admin.Exec(ctx, "SET search_path TO "+schema+"; TRUNCATE "+ledgerTables); err != nil {
+				return res, fmt.Errorf("bench: empty the ledger: %w", err)
 			}
-			res.MessageBytes = len(b)
+			progress("round %d/%d, sink %s: digest run (%d connections)", i+1, cfg.Runs, sink, cfg.Concurrency)
+			job, err := jobRun(ctx, admin, srv, digestCmd, dbURL, cfg, run)
+			if err != nil {
+				return res, err
+			}
+			run++
+			job.Sink = sink
+			res.Samples = append(res.Samples, job)
+			if res.MessageBytes == 0 {
+				b, err := os.ReadFile(eml)
+				if err != nil {
+					return res, fmt.Errorf("bench: the null server kept no message: %w", err)
+				}
+				res.MessageBytes = len(b)
+			}
+			for _, kind := range []string{"limit", "plain"} {
+				progress("round %d/%d, sink %s: %s loop, %d messages", i+1, cfg.Runs, sink, kind, job.Messages)
+				s, err := loopRun(ctx, srv, cfg, kind, eml, job.Messages)
+				if err != nil {
+					return res, err
+				}
+				s.Sink = sink
+				res.Samples = append(res.Samples, s)
+			}
 		}
-		progress("run %d/%d: plain go-mail loop, %d messages", i+1, cfg.Runs, job.Messages)
-		plain, err := plainRun(ctx, srv, cfg, eml, job.Messages)
-		if err != nil {
-			return res, err
-		}
-		res.Samples = append(res.Samples, plain)
 	}
-	res.Job, res.Plain = medianOf(res.Samples, "job"), medianOf(res.Samples, "plain")
-	if res.Plain.PerSecond > 0 {
-		res.Ratio = res.Job.PerSecond / res.Plain.PerSecond
+	for _, sink := range cfg.Sinks {
+		r := SinkResult{Sink: sink, Job: medianOf(res.Samples, sink, "job"),
+			Limit: medianOf(res.Samples, sink, "limit"), Plain: medianOf(res.Samples, sink, "plain")}
+		if r.Plain.PerSecond > 0 {
+			r.Ratio = r.Job.PerSecond / r.Plain.PerSecond
+		}
+		if r.Limit.PerSecond > 0 {
+			r.LimitRatio = r.Job.PerSecond / r.Limit.PerSecond
+		}
+		res.Sinks = append(res.Sinks, r)
 	}
 	return res, nil
 }
@@ -329,20 +392,21 @@ func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd fu
 	return s, nil
 }
 
-// plainRun runs the plain loop process once and measures it.
-func plainRun(ctx context.Context, srv *nullProcess, cfg UserConfig, eml string, messages int) (Sample, error) {
-	s := Sample{Kind: "plain"}
+// loopRun runs the limit loop ("limit") or the plain loop ("plain")
+// process once and measures it.
+func loopRun(ctx context.Context, srv *nullProcess, cfg UserConfig, kind, eml string, messages int) (Sample, error) {
+	s := Sample{Kind: kind}
 	count0, srvCPU0, err := srv.count()
 	if err != nil {
 		return s, err
 	}
-	cmd := exec.CommandContext(ctx, cfg.Self, "plain-loop", "--addr", srv.addr, "--eml", eml,
+	cmd := exec.CommandContext(ctx, cfg.Self, kind+"-loop", "--addr", srv.addr, "--eml", eml,
 		"--messages", strconv.Itoa(messages), "--concurrency", strconv.Itoa(cfg.Concurrency))
 	t0 := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(t0)
 	if err != nil {
-		return s, fmt.Errorf("bench: plain loop: %v\n%s", err, out)
+		return s, fmt.Errorf("bench: %s loop: %v\n%s", kind, err, out)
 	}
 	count1, srvCPU1, err := srv.count()
 	if err != nil {
@@ -388,11 +452,12 @@ func scanSummary(r io.Reader) (map[string]any, string) {
 	return sum, strings.Join(tail, "\n")
 }
 
-// medianOf returns, field by field, the median of the samples of kind.
-func medianOf(samples []Sample, kind string) Sample {
+// medianOf returns, field by field, the median of the samples of kind
+// against sink.
+func medianOf(samples []Sample, sink Sink, kind string) Sample {
 	var of []Sample
 	for _, s := range samples {
-		if s.Kind == kind {
+		if s.Kind == kind && s.Sink == sink {
 			of = append(of, s)
 		}
 	}
@@ -412,6 +477,7 @@ func medianOf(samples []Sample, kind string) Sample {
 	}
 	return Sample{
 		Kind:        kind,
+		Sink:        sink,
 		Messages:    int(med(func(s Sample) float64 { return float64(s.Messages) })),
 		Received:    int64(med(func(s Sample) float64 { return float64(s.Received) })),
 		Seconds:     med(func(s Sample) float64 { return s.Seconds }),

@@ -30,8 +30,9 @@ import (
 // cost follows its message's size). It writes "listening ADDR" to out,
 // then answers each "count" line of in with "count N cpu NS": the messages
 // received so far and the CPU time (user + system, nanoseconds) the
-// process used so far. It stops at the end of in.
-func ServeNullSMTP(addr, keep string, in io.Reader, out io.Writer) error {
+// process used so far. It stops at the end of in. Without chunking it
+// does not offer CHUNKING (RFC 3030), so that clients send the DATA way.
+func ServeNullSMTP(addr, keep string, chunking bool, in io.Reader, out io.Writer) error {
 	var count atomic.Int64
 	kept := &keptSample{file: keep}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
@@ -43,6 +44,9 @@ func ServeNullSMTP(addr, keep string, in io.Reader, out io.Writer) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("null SMTP server: %w", err)
+	}
+	if !chunking {
+		l = noChunkingListener{l}
 	}
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
@@ -61,6 +65,28 @@ func ServeNullSMTP(addr, keep string, in io.Reader, out io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// noChunkingListener hands out connections that hide go-smtp's CHUNKING
+// from the EHLO reply (go-smtp always offers it): the keyword becomes
+// XHUNKING, which no client knows.
+type noChunkingListener struct{ net.Listener }
+
+func (l noChunkingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return noChunkingConn{c}, nil
+}
+
+type noChunkingConn struct{ net.Conn }
+
+func (c noChunkingConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("CHUNKING")) {
+		b = bytes.ReplaceAll(b, []byte("CHUNKING"), []byte("XHUNKING"))
+	}
+	return c.Conn.Write(b)
 }
 
 // keepSample is how many messages the null server keeps to choose the
@@ -145,8 +171,12 @@ type nullProcess struct {
 	mu   sync.Mutex
 }
 
-func startNullProcess(self, keep string) (*nullProcess, error) {
-	cmd := exec.Command(self, "null-smtp", "--addr", "127.0.0.1:0", "--keep", keep)
+func startNullProcess(self, keep string, sink Sink) (*nullProcess, error) {
+	args := []string{"null-smtp", "--addr", "127.0.0.1:0", "--keep", keep}
+	if sink == SinkNoChunking {
+		args = append(args, "--no-chunking")
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

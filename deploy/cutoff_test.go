@@ -62,13 +62,27 @@ func TestCronJobRunsAfterTheWeeksCutoff(t *testing.T) {
 			}
 			settle = d
 		}
-		weekly := 0
+		// The weekly sender: the CronJob's run, or "digest schedule"'s
+		// --cron (components/schedule), with the run's flags.
+		type sender struct {
+			args     []string
+			schedule string
+		}
+		senders := map[string]sender{}
 		for n, c := range m.cronJobs {
-			args := c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
-			if args[0] != "run" {
-				continue
+			if args := c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args; args[0] == "run" {
+				senders[n] = sender{args, c.Spec.Schedule}
 			}
-			weekly++
+		}
+		for n, d := range m.deployments {
+			if args := d.Spec.Template.Spec.Containers[0].Args; args[0] == "schedule" {
+				cron, _ := flagValue(args, "cron")
+				senders[n] = sender{args, cron}
+			}
+		}
+		weekly := len(senders)
+		for n, c := range senders {
+			args := c.args
 			s := settle
 			if v, ok := flagValue(args, "settle"); ok {
 				d, err := time.ParseDuration(v)
@@ -77,17 +91,17 @@ func TestCronJobRunsAfterTheWeeksCutoff(t *testing.T) {
 				}
 				s = d
 			}
-			after, ok := scheduleAfterWeekEnd(c.Spec.Schedule)
+			after, ok := scheduleAfterWeekEnd(c.schedule)
 			if !ok {
-				t.Fatalf("%s: schedule %q: want a weekly \"M H * * D\"", n, c.Spec.Schedule)
+				t.Fatalf("%s: schedule %q: want a weekly \"M H * * D\"", n, c.schedule)
 			}
 			if after < s {
 				t.Errorf("%s: schedule %q fires %s after the week's end, before its cutoff (the end plus DIGEST_SETTLE=%s): the run would refuse the week",
-					n, c.Spec.Schedule, after, s)
+					n, c.schedule, after, s)
 			}
 		}
 		if weekly != 1 {
-			t.Errorf("%d CronJobs run digest run; want one", weekly)
+			t.Errorf("%d CronJobs run digest run or Deployments digest schedule; want one", weekly)
 		}
 	})
 }

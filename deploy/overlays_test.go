@@ -62,6 +62,39 @@ func forEachBuild(t *testing.T, check func(t *testing.T, m *manifests)) {
 			check(t, kustomizeBuild(t, filepath.Join(overlayDir, o)))
 		})
 	}
+	t.Run("schedule", func(t *testing.T) {
+		t.Parallel()
+		check(t, scheduleBuild(t))
+	})
+}
+
+// scheduleBuild is the build of an overlay of the base and the monitoring
+// with the component components/schedule ("digest schedule" instead of
+// the weekly CronJob), written to a temporary directory.
+func scheduleBuild(t *testing.T) *manifests {
+	t.Helper()
+	dir := t.TempDir()
+	// kustomize takes no absolute path: each relative to dir.
+	rel := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err == nil {
+			a, err = filepath.Rel(dir, a)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	// The image as production sets it: an overlay's images: entry is what
+	// tags the component's pod.
+	var prod kustomization
+	decodeFile(t, filepath.Join(overlayDir, "production", "kustomization.yaml"), &prod)
+	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\n  - %s\ncomponents:\n  - %s\nimages:\n  - name: %s\n    newTag: %s\n",
+		rel(manifestDir), rel(monitoringDir), rel(filepath.Join("components", "schedule")), prod.Images[0].Name, prod.Images[0].NewTag)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kustomizeBuild(t, dir)
 }
 
 // TestOverlaysBuild: every overlay builds, its kustomization decodes
@@ -276,10 +309,12 @@ func TestJobsNetworkPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every pod that runs a week (and migrate, prune) is under it;
+		// the serve pods have their own.
 		for n, p := range m.podTemplates() {
-			_, long := m.deployments[n]
-			if got := sel.Matches(labels.Set(p.Labels)); got == long {
-				t.Errorf("%s: selected by the jobs' policy: %v; want %v", n, got, !long)
+			serve := p.Spec.Containers[0].Args[0] == "serve"
+			if got := sel.Matches(labels.Set(p.Labels)); got == serve {
+				t.Errorf("%s: selected by the jobs' policy: %v; want %v", n, got, !serve)
 			}
 		}
 		if !slices.Contains(policy.Spec.PolicyTypes, "Ingress") || len(policy.Spec.Ingress) != 0 {
@@ -328,4 +363,108 @@ func (m *manifests) policyNamed(name string) *networkingv1.NetworkPolicy {
 		}
 	}
 	return nil
+}
+
+// TestScheduleComponent: components/schedule replaces the weekly CronJob
+// by one "digest schedule" pod (never two: Recreate), whose runs get the
+// CronJob's flags and secrets, scraped by a ServiceMonitor through its
+// Service on the --metrics-addr port, reachable from the monitoring
+// namespace on that port alone, and kept by /healthz's 503 (behind) from
+// no restart.
+func TestScheduleComponent(t *testing.T) {
+	t.Parallel()
+	m := scheduleBuild(t)
+	base := loadManifests(t)
+	d, ok := m.deployments["Deployment/digest-schedule"]
+	if !ok {
+		t.Fatal("no Deployment digest-schedule")
+	}
+	if _, ok := m.cronJobs["CronJob/digest"]; ok {
+		t.Error("the weekly CronJob is still there beside the schedule")
+	}
+	if len(m.cronJobs) != len(base.cronJobs)-1 {
+		t.Errorf("%d CronJobs; want the base's %d less the weekly one", len(m.cronJobs), len(base.cronJobs))
+	}
+	if ptrOr(d.Spec.Replicas, 1) != 1 || d.Spec.Strategy.Type != "Recreate" {
+		t.Errorf("replicas %d, strategy %q; want one pod, Recreate", ptrOr(d.Spec.Replicas, 1), d.Spec.Strategy.Type)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	i := slices.Index(c.Args, "--")
+	if c.Args[0] != "schedule" || i < 0 {
+		t.Fatalf("args %q; want schedule ... -- RUN FLAGS", c.Args)
+	}
+	helpOf(t).checkArgs(t, "schedule's runs", append([]string{"run"}, c.Args[i+1:]...))
+	weekly := base.cronJobs["cronjob.yaml"].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	if !slices.Equal(c.Args[i+1:], weekly.Args[1:]) {
+		t.Errorf("the schedule's run flags %q; want the CronJob's %q", c.Args[i+1:], weekly.Args[1:])
+	}
+	var files, want []string
+	for _, e := range c.Env {
+		if strings.HasSuffix(e.Name, "FILE") {
+			files = append(files, e.Name)
+		}
+	}
+	for _, e := range weekly.Env {
+		if strings.HasSuffix(e.Name, "FILE") {
+			want = append(want, e.Name)
+		}
+	}
+	if slices.Sort(files); !slices.Equal(files, slices.Sorted(slices.Values(want))) {
+		t.Errorf("secret files %v; want the weekly run's %v", files, want)
+	}
+	if p := c.LivenessProbe; p == nil || p.HTTPGet != nil {
+		t.Errorf("liveness probe %+v; want one that is not /healthz (503 while behind)", p)
+	}
+	addr, _ := flagValue(c.Args[:i], "metrics-addr")
+	var port *corev1.ContainerPort
+	for j, p := range c.Ports {
+		if p.Name == "metrics" {
+			port = &c.Ports[j]
+		}
+	}
+	if port == nil || addr != fmt.Sprintf(":%d", port.ContainerPort) {
+		t.Fatalf("--metrics-addr %q, container port metrics %+v; want the same port", addr, port)
+	}
+	svc, sm := m.services["Service/digest-schedule"], m.serviceMonitors["ServiceMonitor/digest-schedule"]
+	if svc == nil || sm == nil {
+		t.Fatal("no Service or ServiceMonitor digest-schedule")
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("Service %+v; want the schedule pod's metrics port", svc.Spec)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, s := range m.services {
+		if got, want := sel.Matches(labels.Set(s.Labels)), n == "Service/digest-schedule"; got != want {
+			t.Errorf("the schedule's ServiceMonitor selects %s: %v; want %v", n, got, want)
+		}
+	}
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name || sm.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("ServiceMonitor endpoints %+v; want /metrics on port %s", sm.Spec.Endpoints, svc.Spec.Ports[0].Name)
+	}
+	// The policies that select the pod: the jobs' (egress) and its own
+	// (ingress from monitoring, on the metrics port alone).
+	ingress := 0
+	for n, p := range m.policies {
+		ps, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || !ps.Matches(labels.Set(d.Spec.Template.Labels)) {
+			continue
+		}
+		for _, r := range p.Spec.Ingress {
+			ingress++
+			for _, pt := range r.Ports {
+				if pt.Port == nil || pt.Port.String() != "metrics" {
+					t.Errorf("%s: ingress port %v; want only metrics", n, pt.Port)
+				}
+			}
+			if len(r.From) != 1 || r.From[0].NamespaceSelector == nil || r.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+				t.Errorf("%s: ingress from %+v; want the monitoring namespace alone", n, r.From)
+			}
+		}
+	}
+	if ingress != 1 {
+		t.Errorf("%d ingress rules select the schedule pod; want one, for Prometheus", ingress)
+	}
 }

@@ -1,11 +1,19 @@
-.PHONY: build test bench run clean
+.PHONY: build release test bench run clean
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# What "digest version" prints (cmd/digest/version.go): the version, the
+# commit and its time (the build time of a reproducible build). The
+# Dockerfile takes the same three as build arguments.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_TIME ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 BENCH_TEST_DB := postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 
 build: ## build ./bin/digest
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/digest ./cmd/digest
+
+release: ## make release VERSION=vX.Y.Z: static linux/amd64 and linux/arm64 binaries and SHA256SUMS in dist/ (scripts/release)
+	./scripts/release $(VERSION)
 
 test: ## the whole suite: installs/starts PostgreSQL and Mailpit when missing
 	./scripts/test
@@ -15,4 +23,4 @@ bench: ## one seeded week end to end against a null SMTP server (README "Benchma
 	go run ./cmd/digest-bench --database-url "$${DIGEST_DATABASE_URL:-$(BENCH_TEST_DB)}" $(BENCH_FLAGS)
 
 clean:
-	rm -rf bin outbox digest.db digest.db-* digest.db.keys
+	rm -rf bin dist outbox digest.db digest.db-* digest.db.keys

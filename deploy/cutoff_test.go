@@ -53,40 +53,55 @@ func TestScheduleAfterWeekEnd(t *testing.T) {
 // end in its zone, or every Monday run would exit 2.
 func TestCronJobRunsAfterTheWeeksCutoff(t *testing.T) {
 	t.Parallel()
-	m := loadManifests(t)
-	settle := run.DefaultSettle
-	if v, ok := m.configMap(t).Data["DIGEST_SETTLE"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("configmap DIGEST_SETTLE=%q: want a positive duration", v)
-		}
-		settle = d
-	}
-	weekly := 0
-	for n, c := range m.cronJobs {
-		args := c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args
-		if args[0] != "run" {
-			continue
-		}
-		weekly++
-		s := settle
-		if v, ok := flagValue(args, "settle"); ok {
+	forEachBuild(t, func(t *testing.T, m *manifests) {
+		settle := run.DefaultSettle
+		if v, ok := m.configMap(t).Data["DIGEST_SETTLE"]; ok {
 			d, err := time.ParseDuration(v)
-			if err != nil {
-				t.Fatalf("%s: --settle %q: %v", n, v, err)
+			if err != nil || d <= 0 {
+				t.Fatalf("configmap DIGEST_SETTLE=%q: want a positive duration", v)
 			}
-			s = d
+			settle = d
 		}
-		after, ok := scheduleAfterWeekEnd(c.Spec.Schedule)
-		if !ok {
-			t.Fatalf("%s: schedule %q: want a weekly \"M H * * D\"", n, c.Spec.Schedule)
+		// The weekly sender: the CronJob's run, or "digest schedule"'s
+		// --cron (components/schedule), with the run's flags.
+		type sender struct {
+			args     []string
+			schedule string
 		}
-		if after < s {
-			t.Errorf("%s: schedule %q fires %s after the week's end, before its cutoff (the end plus DIGEST_SETTLE=%s): the run would refuse the week",
-				n, c.Spec.Schedule, after, s)
+		senders := map[string]sender{}
+		for n, c := range m.cronJobs {
+			if args := c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args; args[0] == "run" {
+				senders[n] = sender{args, c.Spec.Schedule}
+			}
 		}
-	}
-	if weekly != 1 {
-		t.Errorf("%d CronJobs run digest run; want one", weekly)
-	}
+		for n, d := range m.deployments {
+			if args := d.Spec.Template.Spec.Containers[0].Args; args[0] == "schedule" {
+				cron, _ := flagValue(args, "cron")
+				senders[n] = sender{args, cron}
+			}
+		}
+		weekly := len(senders)
+		for n, c := range senders {
+			args := c.args
+			s := settle
+			if v, ok := flagValue(args, "settle"); ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					t.Fatalf("%s: --settle %q: %v", n, v, err)
+				}
+				s = d
+			}
+			after, ok := scheduleAfterWeekEnd(c.schedule)
+			if !ok {
+				t.Fatalf("%s: schedule %q: want a weekly \"M H * * D\"", n, c.schedule)
+			}
+			if after < s {
+				t.Errorf("%s: schedule %q fires %s after the week's end, before its cutoff (the end plus DIGEST_SETTLE=%s): the run would refuse the week",
+					n, c.schedule, after, s)
+			}
+		}
+		if weekly != 1 {
+			t.Errorf("%d CronJobs run digest run or Deployments digest schedule; want one", weekly)
+		}
+	})
 }

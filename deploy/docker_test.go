@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,8 +20,16 @@ import (
 // repoRoot is the job's module, the Docker build context.
 const repoRoot = ".."
 
-// stampedVersion is the VERSION build argument of the test build.
-const stampedVersion = "v0.0.0-dockerfile-test"
+// The build arguments of the test build: what "digest version" must print.
+const (
+	stampedVersion = "v0.0.0-dockerfile-test"
+	stampedCommit  = "0123456789abcdef0123456789abcdef01234567"
+	stampedTime    = "2026-12-01T10:00:00Z"
+)
+
+// buildArgs are the Dockerfile's build arguments, the Makefile's
+// variables of the same names.
+var buildArgs = map[string]string{"VERSION": stampedVersion, "COMMIT": stampedCommit, "BUILD_TIME": stampedTime}
 
 // digestBin is the binary built the way the Dockerfile builds it, in
 // TestMain; the manifest tests read its --help.
@@ -31,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	digestBin, err = dockerBuild(dir, map[string]string{"VERSION": stampedVersion})
+	digestBin, err = dockerBuild(dir, buildArgs)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building as the Dockerfile does: %v\n", err)
 		os.RemoveAll(dir)
@@ -260,14 +270,20 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// TestDockerfileBuildStampsVersion: the image's binary reports the build
+// arguments as its version, commit and build time.
 func TestDockerfileBuildStampsVersion(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(digestBin, "version").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.TrimSpace(string(out)), "digest "+stampedVersion; got != want {
-		t.Errorf("digest version = %q, want %q", got, want)
+	if got, want := strings.TrimSpace(string(out)), "digest "+stampedVersion+" (commit "+stampedCommit[:12]+"; built "+stampedTime+";"; !strings.HasPrefix(got, want) {
+		t.Errorf("digest version = %q, want it to start %q", got, want)
+	}
+	v := binaryVersion(t, digestBin)
+	if v.Version != stampedVersion || v.Commit != stampedCommit || v.BuildTime != stampedTime {
+		t.Errorf("digest version --json = %+v; want the build arguments %v", v, buildArgs)
 	}
 }
 
@@ -289,12 +305,16 @@ func TestDockerfileBuildMatchesMakefile(t *testing.T) {
 		t.Fatal("the build stage has no RUN ... go build")
 	}
 	docker := commandFields(os.Expand(build, func(v string) string {
-		if v == "VERSION" {
-			return "X"
+		if _, ok := buildArgs[v]; ok {
+			return "[" + v + "]"
 		}
 		return "$" + v
 	}))
-	cmd := exec.Command("make", "-s", "-n", "build", "VERSION=X")
+	makeArgs := []string{"-s", "-n", "build"}
+	for k := range buildArgs {
+		makeArgs = append(makeArgs, k+"=["+k+"]")
+	}
+	cmd := exec.Command("make", makeArgs...)
 	cmd.Dir = repoRoot
 	out, err := cmd.Output()
 	if err != nil {
@@ -349,6 +369,8 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 	for k, want := range map[string]string{
 		"org.opencontainers.image.title":       "digest",
 		"org.opencontainers.image.version":     "${VERSION}",
+		"org.opencontainers.image.revision":    "${COMMIT}",
+		"org.opencontainers.image.created":     "${BUILD_TIME}",
 		"org.opencontainers.image.licenses":    "Apache-2.0",
 		"org.opencontainers.image.base.name":   runtime[1],
 		"org.opencontainers.image.base.digest": runtime[2],
@@ -360,8 +382,13 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 	if !strings.HasPrefix(labels["org.opencontainers.image.source"], "https://") {
 		t.Errorf("runtime LABEL org.opencontainers.image.source=%q; want the repository's URL", labels["org.opencontainers.image.source"])
 	}
-	if args := d.find(-1, "ARG"); len(args) != 1 || !strings.HasPrefix(args[0].args, "VERSION") {
-		t.Errorf("runtime ARG %v: the version label needs ARG VERSION in the runtime stage", args)
+	var runtimeArgs []string
+	for _, a := range d.find(-1, "ARG") {
+		name, _, _ := strings.Cut(a.args, "=")
+		runtimeArgs = append(runtimeArgs, name)
+	}
+	if slices.Sort(runtimeArgs); !slices.Equal(runtimeArgs, slices.Sorted(maps.Keys(buildArgs))) {
+		t.Errorf("runtime ARG %v: the labels need the build arguments %v in the runtime stage", runtimeArgs, slices.Sorted(maps.Keys(buildArgs)))
 	}
 	users := d.find(-1, "USER")
 	if len(users) != 1 || strings.HasPrefix(users[0].args, "0") || strings.HasPrefix(users[0].args, "root") {

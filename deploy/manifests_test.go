@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,17 @@ type manifests struct {
 	pdbs        map[string]*policyv1.PodDisruptionBudget
 	policies    map[string]*networkingv1.NetworkPolicy
 	ingresses   map[string]*networkingv1.Ingress
+	// The Prometheus Operator's, in the overlays' builds.
+	serviceMonitors map[string]*monitoringv1.ServiceMonitor
+	rules           map[string]*monitoringv1.PrometheusRule
+}
+
+func newManifests() *manifests {
+	return &manifests{cronJobs: map[string]*batchv1.CronJob{}, jobs: map[string]*batchv1.Job{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{},
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
+		policies: map[string]*networkingv1.NetworkPolicy{}, ingresses: map[string]*networkingv1.Ingress{},
+		serviceMonitors: map[string]*monitoringv1.ServiceMonitor{}, rules: map[string]*monitoringv1.PrometheusRule{}}
 }
 
 // decodeStrict decodes one YAML document into out, rejecting unknown and
@@ -65,10 +77,7 @@ func loadManifests(t *testing.T) *manifests {
 		t.Fatalf("no manifests in %s: %v", manifestDir, err)
 	}
 	k := loadKustomization(t)
-	m := &manifests{cronJobs: map[string]*batchv1.CronJob{}, jobs: map[string]*batchv1.Job{},
-		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{},
-		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
-		policies: map[string]*networkingv1.NetworkPolicy{}, ingresses: map[string]*networkingv1.Ingress{}}
+	m := newManifests()
 	for _, f := range files {
 		name := filepath.Base(f)
 		if name == "kustomization.yaml" {
@@ -84,48 +93,7 @@ func loadManifests(t *testing.T) *manifests {
 		if len(docs) != 1 {
 			t.Errorf("%s: %d documents; want one object per file", name, len(docs))
 		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(docs[0], &tm); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var obj any
-		switch tm.APIVersion + " " + tm.Kind {
-		case "batch/v1 CronJob":
-			obj = &batchv1.CronJob{}
-			m.cronJobs[name] = obj.(*batchv1.CronJob)
-		case "batch/v1 Job":
-			obj = &batchv1.Job{}
-			m.jobs[name] = obj.(*batchv1.Job)
-		case "v1 ConfigMap":
-			obj = &corev1.ConfigMap{}
-			m.configMaps[name] = obj.(*corev1.ConfigMap)
-		case "v1 Secret":
-			obj = &corev1.Secret{}
-			m.secrets[name] = obj.(*corev1.Secret)
-		case "v1 ServiceAccount":
-			obj = &corev1.ServiceAccount{}
-			m.accounts[name] = obj.(*corev1.ServiceAccount)
-		case "apps/v1 Deployment":
-			obj = &appsv1.Deployment{}
-			m.deployments[name] = obj.(*appsv1.Deployment)
-		case "v1 Service":
-			obj = &corev1.Service{}
-			m.services[name] = obj.(*corev1.Service)
-		case "policy/v1 PodDisruptionBudget":
-			obj = &policyv1.PodDisruptionBudget{}
-			m.pdbs[name] = obj.(*policyv1.PodDisruptionBudget)
-		case "networking.k8s.io/v1 NetworkPolicy":
-			obj = &networkingv1.NetworkPolicy{}
-			m.policies[name] = obj.(*networkingv1.NetworkPolicy)
-		case "networking.k8s.io/v1 Ingress":
-			obj = &networkingv1.Ingress{}
-			m.ingresses[name] = obj.(*networkingv1.Ingress)
-		default:
-			t.Fatalf("%s: unexpected %s %s", name, tm.APIVersion, tm.Kind)
-		}
-		if err := decodeStrict(docs[0], obj); err != nil {
-			t.Fatalf("%s: strict decoding: %v", name, err)
-		}
+		m.add(t, name, docs[0])
 	}
 	// What "kubectl apply -k" applies: the images: entry sets the tag.
 	for n, p := range m.podTemplates() {
@@ -136,6 +104,60 @@ func loadManifests(t *testing.T) *manifests {
 		}
 	}
 	return m
+}
+
+// add decodes one object strictly into its API type and files it under
+// name (the file's name, or Kind/name in a kustomize build).
+func (m *manifests) add(t *testing.T, name string, doc []byte) {
+	t.Helper()
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var obj any
+	switch tm.APIVersion + " " + tm.Kind {
+	case "batch/v1 CronJob":
+		obj = &batchv1.CronJob{}
+		m.cronJobs[name] = obj.(*batchv1.CronJob)
+	case "batch/v1 Job":
+		obj = &batchv1.Job{}
+		m.jobs[name] = obj.(*batchv1.Job)
+	case "v1 ConfigMap":
+		obj = &corev1.ConfigMap{}
+		m.configMaps[name] = obj.(*corev1.ConfigMap)
+	case "v1 Secret":
+		obj = &corev1.Secret{}
+		m.secrets[name] = obj.(*corev1.Secret)
+	case "v1 ServiceAccount":
+		obj = &corev1.ServiceAccount{}
+		m.accounts[name] = obj.(*corev1.ServiceAccount)
+	case "apps/v1 Deployment":
+		obj = &appsv1.Deployment{}
+		m.deployments[name] = obj.(*appsv1.Deployment)
+	case "v1 Service":
+		obj = &corev1.Service{}
+		m.services[name] = obj.(*corev1.Service)
+	case "policy/v1 PodDisruptionBudget":
+		obj = &policyv1.PodDisruptionBudget{}
+		m.pdbs[name] = obj.(*policyv1.PodDisruptionBudget)
+	case "networking.k8s.io/v1 NetworkPolicy":
+		obj = &networkingv1.NetworkPolicy{}
+		m.policies[name] = obj.(*networkingv1.NetworkPolicy)
+	case "networking.k8s.io/v1 Ingress":
+		obj = &networkingv1.Ingress{}
+		m.ingresses[name] = obj.(*networkingv1.Ingress)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		obj = &monitoringv1.ServiceMonitor{}
+		m.serviceMonitors[name] = obj.(*monitoringv1.ServiceMonitor)
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		obj = &monitoringv1.PrometheusRule{}
+		m.rules[name] = obj.(*monitoringv1.PrometheusRule)
+	default:
+		t.Fatalf("%s: unexpected %s %s", name, tm.APIVersion, tm.Kind)
+	}
+	if err := decodeStrict(doc, obj); err != nil {
+		t.Fatalf("%s: strict decoding: %v", name, err)
+	}
 }
 
 // kustomization is what kustomization.yaml holds, decoded strictly: a
@@ -149,7 +171,10 @@ type kustomization struct {
 		IncludeSelectors bool              `json:"includeSelectors"`
 	} `json:"labels"`
 	Resources []string `json:"resources"`
-	Images    []struct {
+	Patches   []struct {
+		Path string `json:"path"`
+	} `json:"patches,omitempty"`
+	Images []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
@@ -380,40 +405,41 @@ func TestCronJobSchedule(t *testing.T) {
 
 func TestJobLimits(t *testing.T) {
 	t.Parallel()
-	m := loadManifests(t)
-	for n, s := range m.jobSpecs() {
-		if s.BackoffLimit == nil && s.BackoffLimitPerIndex == nil {
-			t.Errorf("%s: no backoffLimit", n)
-		}
-		if s.TTLSecondsAfterFinished == nil || *s.TTLSecondsAfterFinished <= 0 {
-			t.Errorf("%s: no ttlSecondsAfterFinished", n)
-		}
-		c := s.Template.Spec.Containers[0]
-		need := time.Duration(0)
-		if c.Args[0] == "run" {
-			if _, ok := flagValue(c.Args, "deadline"); !ok {
-				t.Errorf("%s: args %q; want the per-pod limit as the run's own --deadline", n, c.Args)
+	forEachBuild(t, func(t *testing.T, m *manifests) {
+		for n, s := range m.jobSpecs() {
+			if s.BackoffLimit == nil && s.BackoffLimitPerIndex == nil {
+				t.Errorf("%s: no backoffLimit", n)
 			}
-			need = jobDeadlineNeed(c.Args, ptrOr(s.BackoffLimit, ptrOr(s.BackoffLimitPerIndex, 6)))
-		}
-		if s.ActiveDeadlineSeconds == nil || time.Duration(*s.ActiveDeadlineSeconds)*time.Second <= need {
-			t.Errorf("%s: activeDeadlineSeconds %d; want more than %s: every retry pod gets its whole --deadline", n, ptrOr(s.ActiveDeadlineSeconds, 0), need)
-		}
-		if p := s.PodFailurePolicy; p != nil {
-			for _, r := range p.Rules {
-				if r.OnExitCodes == nil {
-					continue
+			if s.TTLSecondsAfterFinished == nil || *s.TTLSecondsAfterFinished <= 0 {
+				t.Errorf("%s: no ttlSecondsAfterFinished", n)
+			}
+			c := s.Template.Spec.Containers[0]
+			need := time.Duration(0)
+			if c.Args[0] == "run" {
+				if _, ok := flagValue(c.Args, "deadline"); !ok {
+					t.Errorf("%s: args %q; want the per-pod limit as the run's own --deadline", n, c.Args)
 				}
-				if r.OnExitCodes.ContainerName == nil || *r.OnExitCodes.ContainerName != c.Name {
-					t.Errorf("%s: podFailurePolicy names container %v; the container is %q", n, r.OnExitCodes.ContainerName, c.Name)
-				}
-				// 1 (failure) and 3 (incomplete) are worth a retry.
-				if slices.Contains(r.OnExitCodes.Values, 1) || slices.Contains(r.OnExitCodes.Values, 3) {
-					t.Errorf("%s: podFailurePolicy %s on exit codes %v: 1 and 3 must be retried", n, r.Action, r.OnExitCodes.Values)
+				need = jobDeadlineNeed(c.Args, ptrOr(s.BackoffLimit, ptrOr(s.BackoffLimitPerIndex, 6)))
+			}
+			if s.ActiveDeadlineSeconds == nil || time.Duration(*s.ActiveDeadlineSeconds)*time.Second <= need {
+				t.Errorf("%s: activeDeadlineSeconds %d; want more than %s: every retry pod gets its whole --deadline", n, ptrOr(s.ActiveDeadlineSeconds, 0), need)
+			}
+			if p := s.PodFailurePolicy; p != nil {
+				for _, r := range p.Rules {
+					if r.OnExitCodes == nil {
+						continue
+					}
+					if r.OnExitCodes.ContainerName == nil || *r.OnExitCodes.ContainerName != c.Name {
+						t.Errorf("%s: podFailurePolicy names container %v; the container is %q", n, r.OnExitCodes.ContainerName, c.Name)
+					}
+					// 1 (failure) and 3 (incomplete) are worth a retry.
+					if slices.Contains(r.OnExitCodes.Values, 1) || slices.Contains(r.OnExitCodes.Values, 3) {
+						t.Errorf("%s: podFailurePolicy %s on exit codes %v: 1 and 3 must be retried", n, r.Action, r.OnExitCodes.Values)
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // podStart is what a pod may take to be scheduled and started (image
@@ -523,66 +549,67 @@ func TestTemplatesTakeTheWeek(t *testing.T) {
 
 func TestPodsAreRestricted(t *testing.T) {
 	t.Parallel()
-	m := loadManifests(t)
-	images := map[string]bool{}
-	for n, p := range m.podTemplates() {
-		s := p.Spec
-		if _, long := m.deployments[n]; long && s.RestartPolicy != corev1.RestartPolicyAlways {
-			t.Errorf("%s: restartPolicy %q; want Always (a Deployment's pod)", n, s.RestartPolicy)
-		} else if !long && s.RestartPolicy != corev1.RestartPolicyNever {
-			t.Errorf("%s: restartPolicy %q; want Never (the Job retries with a new pod)", n, s.RestartPolicy)
-		}
-		if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken {
-			t.Errorf("%s: the service account token is mounted", n)
-		}
-		if s.HostNetwork || s.HostPID || s.HostIPC {
-			t.Errorf("%s: shares a host namespace", n)
-		}
-		psc := s.SecurityContext
-		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			t.Errorf("%s: pod securityContext %+v; want runAsNonRoot and seccomp RuntimeDefault", n, psc)
-		}
-		if len(s.Containers) != 1 || len(s.InitContainers) != 0 {
-			t.Fatalf("%s: %d containers; want one", n, len(s.Containers))
-		}
-		c := s.Containers[0]
-		images[c.Image] = true
-		sc := c.SecurityContext
-		switch {
-		case sc == nil:
-			t.Errorf("%s: container without securityContext", n)
-		case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
-			t.Errorf("%s: root file system is writable", n)
-		case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
-			t.Errorf("%s: privilege escalation allowed", n)
-		case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
-			t.Errorf("%s: capabilities %+v; want drop ALL, add none", n, sc.Capabilities)
-		case sc.Privileged != nil && *sc.Privileged:
-			t.Errorf("%s: privileged", n)
-		case sc.RunAsUser != nil && *sc.RunAsUser == 0:
-			t.Errorf("%s: runs as root", n)
-		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if _, ok := c.Resources.Requests[r]; !ok {
-				t.Errorf("%s: no %s request", n, r)
+	forEachBuild(t, func(t *testing.T, m *manifests) {
+		images := map[string]bool{}
+		for n, p := range m.podTemplates() {
+			s := p.Spec
+			if _, long := m.deployments[n]; long && s.RestartPolicy != corev1.RestartPolicyAlways {
+				t.Errorf("%s: restartPolicy %q; want Always (a Deployment's pod)", n, s.RestartPolicy)
+			} else if !long && s.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("%s: restartPolicy %q; want Never (the Job retries with a new pod)", n, s.RestartPolicy)
+			}
+			if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken {
+				t.Errorf("%s: the service account token is mounted", n)
+			}
+			if s.HostNetwork || s.HostPID || s.HostIPC {
+				t.Errorf("%s: shares a host namespace", n)
+			}
+			psc := s.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("%s: pod securityContext %+v; want runAsNonRoot and seccomp RuntimeDefault", n, psc)
+			}
+			if len(s.Containers) != 1 || len(s.InitContainers) != 0 {
+				t.Fatalf("%s: %d containers; want one", n, len(s.Containers))
+			}
+			c := s.Containers[0]
+			images[c.Image] = true
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				t.Errorf("%s: container without securityContext", n)
+			case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+				t.Errorf("%s: root file system is writable", n)
+			case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+				t.Errorf("%s: privilege escalation allowed", n)
+			case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+				t.Errorf("%s: capabilities %+v; want drop ALL, add none", n, sc.Capabilities)
+			case sc.Privileged != nil && *sc.Privileged:
+				t.Errorf("%s: privileged", n)
+			case sc.RunAsUser != nil && *sc.RunAsUser == 0:
+				t.Errorf("%s: runs as root", n)
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if _, ok := c.Resources.Requests[r]; !ok {
+					t.Errorf("%s: no %s request", n, r)
+				}
+			}
+			if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+				t.Errorf("%s: no memory limit", n)
+			}
+			grace := durationFlag(t, n, c.Args, "grace", defaultGrace)
+			if s.TerminationGracePeriodSeconds == nil || time.Duration(*s.TerminationGracePeriodSeconds)*time.Second <= grace+pushTimeout {
+				t.Errorf("%s: terminationGracePeriodSeconds %v; want more than --grace %s + %s for the metrics push", n, s.TerminationGracePeriodSeconds, grace, pushTimeout)
+			}
+			for _, v := range s.Volumes {
+				if v.HostPath != nil {
+					t.Errorf("%s: hostPath volume %s", n, v.Name)
+				}
 			}
 		}
-		if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
-			t.Errorf("%s: no memory limit", n)
+		if len(images) != 1 {
+			t.Errorf("images %v: want one image for every pod (upgrade them together)", slices.Collect(maps.Keys(images)))
 		}
-		grace := durationFlag(t, n, c.Args, "grace", defaultGrace)
-		if s.TerminationGracePeriodSeconds == nil || time.Duration(*s.TerminationGracePeriodSeconds)*time.Second <= grace+pushTimeout {
-			t.Errorf("%s: terminationGracePeriodSeconds %v; want more than --grace %s + %s for the metrics push", n, s.TerminationGracePeriodSeconds, grace, pushTimeout)
-		}
-		for _, v := range s.Volumes {
-			if v.HostPath != nil {
-				t.Errorf("%s: hostPath volume %s", n, v.Name)
-			}
-		}
-	}
-	if len(images) != 1 {
-		t.Errorf("images %v: want one image for every pod (upgrade them together)", slices.Collect(maps.Keys(images)))
-	}
+	})
 }
 
 // secretFiles are the *_FILE variables (and PGPASSFILE) each command
@@ -738,41 +765,43 @@ func TestMigrateRunsAsTheOwner(t *testing.T) {
 // harder before the kernel's OOM killer ends the pod.
 func TestGoMemoryLimitUnderTheContainerLimit(t *testing.T) {
 	t.Parallel()
-	m := loadManifests(t)
-	units := map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-	for n, p := range m.podTemplates() {
-		c := p.Spec.Containers[0]
-		limit := c.Resources.Limits.Memory().Value()
-		var set string
-		for _, e := range c.Env {
-			if e.Name == "GOMEMLIMIT" {
-				set = e.Value
+	forEachBuild(t, func(t *testing.T, m *manifests) {
+		units := map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+		for n, p := range m.podTemplates() {
+			c := p.Spec.Containers[0]
+			limit := c.Resources.Limits.Memory().Value()
+			var set string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					set = e.Value
+				}
+			}
+			mm := regexp.MustCompile(`^(\d+)(B|KiB|MiB|GiB)$`).FindStringSubmatch(set)
+			if mm == nil {
+				t.Errorf("%s: GOMEMLIMIT %q; want a size such as 200MiB", n, set)
+				continue
+			}
+			v, _ := strconv.ParseInt(mm[1], 10, 64)
+			v *= units[mm[2]]
+			if limit == 0 || v >= limit*9/10 || v < limit/2 {
+				t.Errorf("%s: GOMEMLIMIT %s = %d bytes; want 50-90%% of the memory limit %d", n, set, v, limit)
 			}
 		}
-		mm := regexp.MustCompile(`^(\d+)(B|KiB|MiB|GiB)$`).FindStringSubmatch(set)
-		if mm == nil {
-			t.Errorf("%s: GOMEMLIMIT %q; want a size such as 200MiB", n, set)
-			continue
-		}
-		v, _ := strconv.ParseInt(mm[1], 10, 64)
-		v *= units[mm[2]]
-		if limit == 0 || v >= limit*9/10 || v < limit/2 {
-			t.Errorf("%s: GOMEMLIMIT %s = %d bytes; want 50-90%% of the memory limit %d", n, set, v, limit)
-		}
-	}
+	})
 }
 
 func TestArgsAreRealCommandsAndFlags(t *testing.T) {
 	t.Parallel()
-	m := loadManifests(t)
-	help := helpOf(t)
-	for n, p := range m.podTemplates() {
-		c := p.Spec.Containers[0]
-		if len(c.Command) > 0 {
-			t.Errorf("%s: command %q overrides the image's entrypoint; pass args only", n, c.Command)
+	forEachBuild(t, func(t *testing.T, m *manifests) {
+		help := helpOf(t)
+		for n, p := range m.podTemplates() {
+			c := p.Spec.Containers[0]
+			if len(c.Command) > 0 {
+				t.Errorf("%s: command %q overrides the image's entrypoint; pass args only", n, c.Command)
+			}
+			help.checkArgs(t, n, c.Args)
 		}
-		help.checkArgs(t, n, c.Args)
-	}
+	})
 }
 
 // TestStrictDecodingRejectsUnknownFields guards the guard: a misspelt

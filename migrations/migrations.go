@@ -10,6 +10,8 @@ package migrations
 import (
 	"embed"
 	"io/fs"
+	"strconv"
+	"strings"
 )
 
 //go:embed postgres/*.sql sqlite/*.sql
@@ -28,4 +30,22 @@ func sub(dir string) fs.FS {
 		panic("migrations: " + err.Error())
 	}
 	return f
+}
+
+// Last returns the number of the last migration in fsys (Postgres() or
+// SQLite()): the schema version a binary carrying them expects. Names
+// without a leading number are skipped; 0 when there is none.
+func Last(fsys fs.FS) int64 {
+	names, _ := fs.Glob(fsys, "*.sql")
+	var last int64
+	for _, n := range names {
+		i := strings.IndexFunc(n, func(r rune) bool { return r < '0' || r > '9' })
+		if i < 1 {
+			continue
+		}
+		if v, err := strconv.ParseInt(n[:i], 10, 64); err == nil && v > last {
+			last = v
+		}
+	}
+	return last
 }

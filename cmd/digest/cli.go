@@ -390,15 +390,6 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func cmdVersion(_ context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "version", "Usage: digest version\n\nPrints the version stamped into the binary at build time.\n")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	fmt.Fprintln(env.Stdout, "digest", version)
-	return nil
-}
-
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

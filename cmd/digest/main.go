@@ -12,9 +12,6 @@ import (
 	_ "time/tzdata" // the zones of DIGEST_TZ, also in a minimal image
 )
 
-// version is stamped at build time: -ldflags "-X main.version=v1.2.3".
-var version = "dev"
-
 func main() {
 	defaultGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/weeklydigest/digest/migrations"
 )
 
 // Latest is the version To migrates to when it applies every pending
@@ -59,17 +59,4 @@ func To(ctx context.Context, dialect goose.Dialect, db *sql.DB, fsys fs.FS, log 
 
 // Last returns the version of the last migration in fsys (NNNNN_name.sql),
 // the one a schema must be at for this binary.
-func Last(fsys fs.FS) int64 {
-	names, _ := fs.Glob(fsys, "*.sql")
-	var last int64
-	for _, n := range names {
-		i := strings.IndexFunc(n, func(r rune) bool { return r < '0' || r > '9' })
-		if i < 1 {
-			continue
-		}
-		if v, err := strconv.ParseInt(n[:i], 10, 64); err == nil && v > last {
-			last = v
-		}
-	}
-	return last
-}
+func Last(fsys fs.FS) int64 { return migrations.Last(fsys) }

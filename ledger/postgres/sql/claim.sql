@@ -22,12 +22,13 @@ WITH target AS (
         -- current key.
         -- One primary-key probe per candidate (OFFSET 0 keeps it a probe:
         -- key = ANY(keys) was planned as a sequential scan per request by a
-        -- generic plan made while receipts was small).
-        coalesce(
+        -- generic plan made while receipts was small). A lone candidate
+        -- (no key rotation) is the key whatever a probe finds: no probe.
+        CASE WHEN cardinality(q.keys) = 1 THEN q.keys[1] ELSE coalesce(
             (SELECT c.k FROM unnest(q.keys) WITH ORDINALITY AS c(k, n)
                CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k AND x.iso_week = $3::text OFFSET 0) x
               ORDER BY c.n LIMIT 1),
-            q.keys[1]) AS key
+            q.keys[1]) END AS key
     FROM (
         SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, $3::text AS week, u.run_id, u.lease
         FROM unnest($1::text[], $2::text[], $4::text[], $5::bigint[]) WITH ORDINALITY
@@ -110,12 +111,13 @@ WITH target AS (
         -- current key.
         -- One primary-key probe per candidate (OFFSET 0 keeps it a probe:
         -- key = ANY(keys) was planned as a sequential scan per request by a
-        -- generic plan made while receipts was small).
-        coalesce(
+        -- generic plan made while receipts was small). A lone candidate
+        -- (no key rotation) is the key whatever a probe finds: no probe.
+        CASE WHEN cardinality(q.keys) = 1 THEN q.keys[1] ELSE coalesce(
             (SELECT c.k FROM unnest(q.keys) WITH ORDINALITY AS c(k, n)
                CROSS JOIN LATERAL (SELECT 1 FROM receipts x WHERE x.key = c.k AND x.iso_week = $3::text OFFSET 0) x
               ORDER BY c.n LIMIT 1),
-            q.keys[1]) AS key
+            q.keys[1]) END AS key
     FROM (
         SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.week, u.run_id, u.lease
         FROM (VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, 1::bigint))

@@ -79,15 +79,18 @@ type ClaimResult struct {
 	Token     int64 // fencing token: only its holder may finish the claim
 	Attempt   int   // 1 for the first claim
 	MaybeSent bool  // an earlier claim may have reached the provider: look up before sending
-	// LeaseExpires is the lease's end as the ledger recorded it, by the
-	// ledger's clock: no other run can take the claim over before it. A
-	// send must end before it (see Ledger.Renew to extend it).
+	// LeaseExpires is the lease's end on the caller's clock: the lease
+	// from the caller's time of the call. The ledger records and enforces
+	// it by its own clock, from its own (later) time of the call, so no
+	// other run can take the claim over before it, whatever the caller's
+	// clock. A send must end before it (see Ledger.Renew to extend it).
 	LeaseExpires time.Time
 	// TakenOverAt, with MaybeSent, is set when this claim took over an
 	// expired claim whose send had started: the ledger's time of the
 	// takeover, at or after the old lease's end. That send may still be
 	// landing at the provider, so a look-up before TakenOverAt plus the
-	// look-up delay could miss it. Zero otherwise.
+	// look-up delay could miss it. On the caller's clock, like every time
+	// of a ClaimResult but SentAt (the ledger's record). Zero otherwise.
 	TakenOverAt time.Time
 
 	// With OutcomeAlreadySent:
@@ -113,7 +116,7 @@ type Finish struct {
 	Token       int64
 	State       State     // StateSent, StateRetryable, StateFailed or StateHeld
 	ProviderRef string    // with StateSent
-	NextAttempt time.Time // with StateRetryable
+	NextAttempt time.Time // with StateRetryable; on the caller's clock, kept by the ledger as the delay from its own time
 	// MaybeSent, with StateRetryable, keeps the mark that the send may have
 	// reached the provider, so the next claim looks up before sending.
 	MaybeSent bool
@@ -225,8 +228,9 @@ type Ledger interface {
 	StartSending(ctx context.Context, fences []Fence) ([]error, error)
 
 	// Renew extends the leases of claims still held to lease from the
-	// ledger's now, in one fenced statement, and returns the new expiry as
-	// recorded. The per-element error is ErrStaleClaim for a claim another
+	// ledger's now, in one fenced statement, and returns the new expiry on
+	// the caller's clock (lease from its time of the call, never later
+	// than the ledger's). The per-element error is ErrStaleClaim for a claim another
 	// run took over (or one already finished): it must not be sent; or
 	// ErrNotRenewed for a claim whose row a concurrent write held: its
 	// lease stands as it was. An expired lease that nobody took over is

@@ -163,14 +163,6 @@ func FinishDetail(f digest.Finish) string {
 	return f.Reason
 }
 
-// nextAttempt is f's next attempt time, now when unset.
-func NextAttempt(f digest.Finish, now time.Time) time.Time {
-	if f.NextAttempt.IsZero() {
-		return now
-	}
-	return f.NextAttempt
-}
-
 // KeyStrings returns keys as strings, for statement arguments.
 func KeyStrings(keys []digest.Key) []string {
 	s := make([]string, len(keys))

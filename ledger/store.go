@@ -114,8 +114,16 @@ type Config struct {
 	// Path is the SQLite file used when DatabaseURL is empty; default
 	// DefaultPath.
 	Path string
-	// Now is the clock; default time.Now.
+	// Now is the caller's clock; default time.Now. The times a store
+	// returns for its caller to compare (a lease's end, a next attempt)
+	// are on it; leases and retries are decided by the ledger's clock
+	// (see CallTimes).
 	Now func() time.Time
+	// LedgerNow stands in for the database's clock, for tests that move
+	// time (River's stubbed time): nil, as every command leaves it, uses
+	// the database's own (PostgreSQL's now(), SQLite's unixepoch()) for
+	// every lease and retry decision and every time stamped on a receipt.
+	LedgerNow func() time.Time
 	// Logger receives migration progress; default discards.
 	Logger *slog.Logger
 }

@@ -93,6 +93,7 @@ var tests = []test{
 	{"SchemaVersion", testSchemaVersion},
 	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
 	{"EndClaimsOfCrashedRuns", testEndClaimsOfCrashedRuns},
+	{"SkewedClocksDecideNothing", testSkewedClocksDecideNothing},
 }
 
 // poolTests need Driver.Pool.
@@ -119,11 +120,14 @@ func Run(t *testing.T, d Driver) {
 	}
 }
 
-// open opens a store on cfg with clk, closed when the test ends.
+// open opens a store on cfg with clk, closed when the test ends. clk is
+// both the caller's clock and the ledger's (Config.LedgerNow), so that a
+// test moves the time leases and retries are decided by; the tests of
+// skewed clocks (clock.go) open stores on the database's own clock.
 func open(t testing.TB, d Driver, cfg ledger.Config, clk *clock) ledger.Store {
 	t.Helper()
 	if clk != nil {
-		cfg.Now = clk.Now
+		cfg.Now, cfg.LedgerNow = clk.Now, clk.Now
 	}
 	s, err := d.Open(context.Background(), cfg)
 	if err != nil {

@@ -20,8 +20,10 @@ import (
 // $1 candidate keys of each request joined by ',' (current first; keys
 // never contain a comma), $2 fingerprints, $3 the requests' ISO week (one
 // statement per week, see weekRounds), $4 run ids,
-// $5 lease expiries, $6 now, $7-$11 the history texts
-// (ledger.ClaimHistoryTexts).
+// $5 leases in microseconds, $6 the stand-in for the ledger's clock
+// (Store.clockArg), $7-$11 the history texts (ledger.ClaimHistoryTexts).
+// The lease ends, and an expired one is taken over, by the server's now():
+// the caller's clock decides nothing (see ledger.CallTimes).
 //
 // It relies on two PostgreSQL behaviours:
 //   - INSERT … ON CONFLICT DO UPDATE takes the row lock of the conflicting
@@ -43,8 +45,9 @@ var (
 	readSQL      = queries.Get("ReadGoverning")
 )
 
-// scanStored scans the columns claimManySQL and readSQL return.
-func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error) {
+// scanStored scans the columns claimManySQL and readSQL return; at is
+// the ledger's time of the statement.
+func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.Time, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
@@ -52,14 +55,14 @@ func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, err error
 	)
 	c = &ledger.Stored{}
 	err = row.Scan(&idx, &changed, &key, &state, &c.Fingerprint, &c.Attempts, &c.Token,
-		&lease, &next, &sentAt, &ref, &c.MaybeSent, &c.TakenOver)
+		&lease, &next, &sentAt, &ref, &c.MaybeSent, &c.TakenOver, &at)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, time.Time{}, err
 	}
 	c.Key, c.State = digest.Key(key), digest.State(state)
 	c.LeaseExpires, c.NextAttempt, c.SentAt = timeOrZero(lease), timeOrZero(next), timeOrZero(sentAt)
 	c.ProviderRef = stringOrEmpty(ref)
-	return c, idx, changed, nil
+	return c, idx, changed, at.UTC(), nil
 }
 
 // Claim decides all requests in one round trip and one implicit
@@ -69,7 +72,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
+	asked, clock := s.nowUTC(), s.clockArg()
 	res := make([]digest.ClaimResult, len(reqs))
 	decided := make([]bool, len(reqs))
 	stmts := weekRounds(len(reqs), func(i int) string { return reqs[i].Week.String() },
@@ -79,17 +82,17 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 		for _, st := range stmts {
 			round := st.idx
 			cands, fps, runs, leases := make([]string, len(round)), make([]string, len(round)),
-				make([]string, len(round)), make([]time.Time, len(round))
+				make([]string, len(round)), make([]int64, len(round))
 			for j, i := range round {
 				r := reqs[i]
 				cands[j] = strings.Join(ledger.KeyStrings(r.Keys), ",")
-				fps[j], runs[j], leases[j] = r.Fingerprint, r.RunID, now.Add(r.Lease)
+				fps[j], runs[j], leases[j] = r.Fingerprint, r.RunID, ledger.Micros(r.Lease)
 			}
 			if len(round) == 1 {
-				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], st.week, runs[0], leases[0], now}, ledger.ClaimHistoryTexts()...)...)
+				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], st.week, runs[0], leases[0], clock}, ledger.ClaimHistoryTexts()...)...)
 				continue
 			}
-			b.Queue(claimManySQL, append([]any{cands, fps, st.week, runs, leases, now}, ledger.ClaimHistoryTexts()...)...)
+			b.Queue(claimManySQL, append([]any{cands, fps, st.week, runs, leases, clock}, ledger.ClaimHistoryTexts()...)...)
 		}
 		return b
 	}
@@ -102,17 +105,18 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 				return fmt.Errorf("claim: %w", err)
 			}
 			for rows.Next() {
-				c, idx, changed, err := scanStored(rows)
+				c, idx, changed, at, err := scanStored(rows)
 				if err != nil {
 					rows.Close()
 					return fmt.Errorf("claim: %w", err)
 				}
 				i := round[idx-1]
 				decided[i] = true
+				times := ledger.CallTimes{Ledger: at, Caller: asked}
 				if changed && c.State == digest.StateClaimed {
-					res[i] = ledger.Claimed(c, now)
+					res[i] = times.Result(ledger.Claimed(c, at))
 				} else {
-					res[i] = ledger.Unclaimed(c, reqs[i].Fingerprint, now)
+					res[i] = times.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
 				}
 			}
 			if err := rows.Err(); err != nil {
@@ -131,7 +135,7 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 		}
 	}
 	if len(missing) > 0 {
-		if err := s.readMissing(ctx, reqs, missing, res, now); err != nil {
+		if err := s.readMissing(ctx, reqs, missing, res, asked); err != nil {
 			return nil, err
 		}
 	}
@@ -140,15 +144,15 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 
 // readMissing reports receipts that a concurrent transaction inserted after
 // the claim statement's snapshot: the claim lost, so this is never Claimed.
-func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, now time.Time) error {
+func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, asked time.Time) error {
 	b := &pgx.Batch{}
 	for _, i := range missing {
-		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys), reqs[i].Week.String())
+		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys), reqs[i].Week.String(), s.clockArg())
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	for _, i := range missing {
-		c, _, _, err := scanStored(br.QueryRow())
+		c, _, _, at, err := scanStored(br.QueryRow())
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// Gone again (pruned in between): report busy; the next run decides.
@@ -156,7 +160,7 @@ func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, mis
 		case err != nil:
 			return fmt.Errorf("claim %s: read: %w", reqs[i].Keys[0], err)
 		default:
-			res[i] = ledger.Unclaimed(c, reqs[i].Fingerprint, now)
+			res[i] = ledger.CallTimes{Ledger: at, Caller: asked}.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
 		}
 	}
 	return br.Close()

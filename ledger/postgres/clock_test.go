@@ -20,15 +20,17 @@ func TestPruneCutsByTheServersClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Schema(t)
-	open := func(now func() time.Time) *Store {
-		s, err := Open(ctx, ledger.Config{DatabaseURL: url, Now: now})
+	// ledgerNow, set, stands in for the server's clock (a store of a
+	// hundred days ago).
+	open := func(now, ledgerNow func() time.Time) *Store {
+		s, err := Open(ctx, ledger.Config{DatabaseURL: url, Now: now, LedgerNow: ledgerNow})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	run := open(time.Now)
+	run := open(time.Now, nil)
 	if err := run.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func TestPruneCutsByTheServersClock(t *testing.T) {
 	sendOne(t, run, key, week)
 
 	ahead := func() time.Time { return time.Now().Add(10 * 365 * 24 * time.Hour) }
-	prune := open(ahead)
+	prune := open(ahead, nil)
 	horizon := 90 * 24 * time.Hour
 	for _, dry := range []bool{true, false} {
 		got, err := prune.Prune(ctx, ledger.PruneRequest{OlderThan: horizon, DryRun: dry})
@@ -56,7 +58,8 @@ func TestPruneCutsByTheServersClock(t *testing.T) {
 		t.Fatalf("tombstones %+v, %v; want none", stones, err)
 	}
 	// A week run a hundred days ago (by the right clock) is pruned by age.
-	long := open(func() time.Time { return time.Now().Add(-100 * 24 * time.Hour) })
+	back := func() time.Time { return time.Now().Add(-100 * 24 * time.Hour) }
+	long := open(back, back)
 	oldWeek := digest.WeekOf(long.now(), time.UTC)
 	oldKey := digest.Key("k1:" + strings.Repeat("cd", 32))
 	sendOne(t, long, oldKey, oldWeek)

@@ -15,7 +15,7 @@ import (
 // form for one element, with scalar arguments.
 //
 // startManySQL marks claims' sends as started, one row per fence: $1 keys,
-// $2 tokens, $3 now, $4 the history text. Only the current token of a row
+// $2 tokens, $3 the clock (Store.clockArg), $4 the history text. Only the current token of a row
 // still in state claimed matches; an expired lease nobody took over still
 // holds the row. It returns the 1-based positions of the fences that
 // matched.
@@ -28,7 +28,7 @@ import (
 // loop it was evaluated again for every receipt.
 //
 // renewSQL extends the leases of claims still held: $1 keys, $2 tokens,
-// $3 the new expiry, $4 now. The same fence as startManySQL, so a claim
+// $3 the lease in microseconds, added to the server's now(), $4 the clock. The same fence as startManySQL, so a claim
 // another run took over is not renewed; an expired lease nobody took over
 // is.
 //
@@ -42,13 +42,15 @@ import (
 //
 // finishManySQL ends claims, one row per Finish: $1 keys, $2 tokens, $3 new
 // states, $4 provider refs, $5 next attempts, $6 maybe sent (retryable),
-// $7 reasons, $8 run ids, $9 history details, $10 now. The same fence as
+// $7 reasons, $8 run ids, $9 history details, $10 the clock. A next
+// attempt travels as its delay (ledger.CallTimes.Delay), added to the
+// server's now(). The same fence as
 // startManySQL; it returns the positions that matched.
 //
 // observeSQL records one observation and reads, from the statement's
 // snapshot (which excludes the new row), the previous observation and the
 // governing receipt. $1 candidate keys, $2 fingerprint, $3 run id, $4 week,
-// $5 now.
+// $5 the clock; it returns the server's time last.
 var (
 	startManySQL  = queries.Get("StartMany")
 	startOneSQL   = queries.Get("StartOne")
@@ -64,7 +66,7 @@ var (
 // StartSending marks each fence's send as started, in one round trip.
 func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
 	defer classify(&err)
-	now := s.nowUTC()
+	clock := s.clockArg()
 	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
 	if err != nil {
 		return nil, fmt.Errorf("start sending: %w", err)
@@ -76,9 +78,9 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 			}
 			if len(st.idx) == 1 {
-				return startOneSQL, []any{keys[0], tokens[0], now, ledger.HistorySendStarted, st.week}
+				return startOneSQL, []any{keys[0], tokens[0], clock, ledger.HistorySendStarted, st.week}
 			}
-			return startManySQL, []any{keys, tokens, now, ledger.HistorySendStarted, st.week}
+			return startManySQL, []any{keys, tokens, clock, ledger.HistorySendStarted, st.week}
 		})
 }
 
@@ -120,14 +122,17 @@ func (s *Store) fenceWeeks(ctx context.Context, n int, keyWeek func(i int) (dige
 	return weeks, nil
 }
 
-// Renew extends each fence's lease to lease from now, in one round trip.
+// Renew extends each fence's lease to lease from the server's now(), in
+// one round trip. The expiry it returns is on the caller's clock: lease
+// from the caller's time before the call, so never later than the
+// server's.
 func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (_ time.Time, _ []error, err error) {
 	defer classify(&err)
 	if lease <= 0 {
 		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
-	now := s.nowUTC()
-	expires := now.Add(lease)
+	clock := s.clockArg()
+	expires := s.nowUTC().Add(lease)
 	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
 	if err != nil {
 		return time.Time{}, nil, fmt.Errorf("renew: %w", err)
@@ -143,7 +148,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 			for j, i := range st.idx {
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 			}
-			b.Queue(renewSQL, keys, tokens, expires, now, st.week)
+			b.Queue(renewSQL, keys, tokens, ledger.Micros(lease), clock, st.week)
 		}
 		return b
 	}
@@ -184,7 +189,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
+	times, clock := ledger.CallTimes{Caller: s.nowUTC()}, s.clockArg()
 	weeks, err := s.fenceWeeks(ctx, len(fs), func(i int) (digest.Key, digest.ISOWeek) { return fs[i].Key, fs[i].Week })
 	if err != nil {
 		return nil, fmt.Errorf("finish: %w", err)
@@ -194,21 +199,21 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 			round := st.idx
 			n := len(round)
 			keys, tokens, states, refs := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
-			nexts, maybes := make([]*time.Time, n), make([]bool, n)
+			nexts, maybes := make([]*int64, n), make([]bool, n)
 			reasons, runs, details, addrs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 			for j, i := range round {
 				f := fs[i]
 				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
 				if f.State == digest.StateRetryable {
-					next := ledger.NextAttempt(f, now).UTC()
+					next := ledger.Micros(times.Delay(f))
 					nexts[j] = &next
 				}
 				maybes[j], reasons[j], runs[j], details[j], addrs[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f), f.AddressKey
 			}
 			if n == 1 {
-				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], now, st.week, addrs[0]}
+				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], clock, st.week, addrs[0]}
 			}
-			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, now, st.week, addrs}
+			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, clock, st.week, addrs}
 		})
 }
 
@@ -258,12 +263,12 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
+	clock := s.clockArg()
 	out := make([]digest.Observed, len(obs))
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, o := range obs {
-			b.Queue(observeSQL, ledger.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), now)
+			b.Queue(observeSQL, ledger.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), clock)
 		}
 		return b
 	}
@@ -272,8 +277,9 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			var (
 				prev, lease, next, sent *time.Time
 				key, state, fp          *string
+				at                      time.Time
 			)
-			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent); err != nil {
+			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent, &at); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
 			var c *ledger.Stored
@@ -281,7 +287,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 				c = &ledger.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
 					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next), SentAt: timeOrZero(sent)}
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: timeOrZero(prev)}
+			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, at), PreviousAt: timeOrZero(prev)}
 		}
 		return nil
 	}
@@ -304,7 +310,7 @@ func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []dige
 			keys, reasons, runs, weeks = append(keys, string(k)), append(reasons, e.Reason), append(runs, e.RunID), append(weeks, e.Week.String())
 		}
 	}
-	rows, err := s.pool.Query(ctx, endClaimSQL, s.nowUTC(), keys, reasons, runs, weeks)
+	rows, err := s.pool.Query(ctx, endClaimSQL, s.clockArg(), keys, reasons, runs, weeks)
 	if err != nil {
 		return nil, fmt.Errorf("end claims: %w", err)
 	}

@@ -140,10 +140,16 @@ func (s *Store) Acknowledge(ctx context.Context, key digest.Key, unsent bool, by
 	})
 }
 
-// operate runs fn on the locked receipt in one transaction.
+// operate runs fn on the locked receipt in one transaction, at the
+// server's time: a released receipt is due by the clock that decides
+// retries (see ledger.CallTimes), not the operator's machine's.
 func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, ledger.Receipt, time.Time) error) error {
-	now := s.nowUTC()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var now time.Time
+		if err := tx.QueryRow(ctx, ledgerTimeSQL, s.clockArg()).Scan(&now); err != nil {
+			return err
+		}
+		now = now.UTC()
 		r, err := scanPgReceipt(tx.QueryRow(ctx, lockReceiptSQL, string(key)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ledger.ErrNotFound

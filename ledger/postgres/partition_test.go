@@ -44,7 +44,7 @@ func (c *partClock) Advance(d time.Duration) { c.skew.Add(int64(d)) }
 func openPartitioned(t *testing.T) (*Store, *partClock) {
 	t.Helper()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)} // 2026-W10
-	s, err := Open(context.Background(), ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now})
+	s, err := Open(context.Background(), ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now, LedgerNow: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)}
 	schemaURL := pgtest.Schema(t)
-	owner, err := Open(ctx, ledger.Config{DatabaseURL: schemaURL, Now: clk.Now})
+	owner, err := Open(ctx, ledger.Config{DatabaseURL: schemaURL, Now: clk.Now, LedgerNow: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.User(role)
-	job, err := Open(ctx, ledger.Config{DatabaseURL: u.String(), Now: clk.Now})
+	job, err := Open(ctx, ledger.Config{DatabaseURL: u.String(), Now: clk.Now, LedgerNow: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestMigrationPartitionsExistingReceipts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)} // 2026-W10
-	s, err := Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now})
+	s, err := Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now, LedgerNow: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,11 +646,12 @@ SELECT key, updated_at, previous_state, state, run_id, 'migrated' FROM receipts;
 		t.Errorf("indexes after down %v, want %s", indexes, want)
 	}
 	// And up again: the store's own migration (after 00006, each
-	// receipt has one more column, address_key, null).
+	// receipt has two more columns: address_key, null, and attention,
+	// computed from state, 00012).
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key, DROP COLUMN attention`); err != nil {
 		t.Fatal(err)
 	}
 	if got := receiptRows(t, s.pool, "receipts"); fmt.Sprint(got) != fmt.Sprint(after) {

@@ -39,7 +39,9 @@ var (
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
-	log  *slog.Logger
+	// ledgerNow is Config.LedgerNow: nil but in tests.
+	ledgerNow func() time.Time
+	log       *slog.Logger
 }
 
 var (
@@ -85,7 +87,7 @@ func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, now: cfg.Now, log: cfg.Logger}, nil
+	return &Store{pool: pool, now: cfg.Now, ledgerNow: cfg.LedgerNow, log: cfg.Logger}, nil
 }
 
 // Close closes the pool.
@@ -99,8 +101,21 @@ func (s *Store) Close() (err error) {
 // snapshot source) and for tests.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// nowUTC is the clock at PostgreSQL's microsecond precision.
+// nowUTC is the caller's clock at PostgreSQL's microsecond precision.
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// ledgerTimeSQL reads the server's clock, or its stand-in $1.
+const ledgerTimeSQL = "SELECT coalesce($1::timestamptz, now())"
+
+// clockArg is the statements' stand-in for the server's clock: NULL, so
+// that they read now(), unless a test stubs it (Config.LedgerNow).
+func (s *Store) clockArg() *time.Time {
+	if s.ledgerNow == nil {
+		return nil
+	}
+	t := s.ledgerNow().UTC().Truncate(time.Microsecond)
+	return &t
+}
 
 // maxBatchTries bounds retries of a batch PostgreSQL aborted for a deadlock
 // or serialization failure; the aborted attempt changed nothing.

@@ -37,7 +37,7 @@ func (s *Store) Schema(ctx context.Context) (_ ledger.Schema, err error) {
 // that have not expired.
 func (s *Store) liveClaims(ctx context.Context) error {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("LiveClaims"), s.nowUTC()).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, queries.Get("LiveClaims"), s.clockArg()).Scan(&n); err != nil {
 		return fmt.Errorf("migrate: count live claims: %w", err)
 	}
 	return ledger.RefuseLiveClaims(n)

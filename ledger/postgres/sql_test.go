@@ -17,10 +17,10 @@ func TestOneAndManyFormsAgree(t *testing.T) {
 	}{
 		{"ClaimOne", "ClaimMany", [][2]string{{
 			"SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, $3::text AS week, u.run_id, u.lease\n" +
-				"        FROM unnest($1::text[], $2::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY\n" +
+				"        FROM unnest($1::text[], $2::text[], $4::text[], $5::bigint[]) WITH ORDINALITY\n" +
 				"            AS u(cands, fingerprint, run_id, lease, idx)\n",
 			"SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.week, u.run_id, u.lease\n" +
-				"        FROM (VALUES ($1::text, $2::text, $3::text, $4::text, $5::timestamptz, 1::bigint))\n" +
+				"        FROM (VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint, 1::bigint))\n" +
 				"            AS u(cands, fingerprint, week, run_id, lease, idx)\n",
 		}}},
 		{"StartOne", "StartMany", [][2]string{
@@ -28,8 +28,8 @@ func TestOneAndManyFormsAgree(t *testing.T) {
 			{"r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key", "r.key = f.key AND r.iso_week = $5::text"},
 		}},
 		{"FinishOne", "FinishMany", [][2]string{
-			{"WITH f AS MATERIALIZED (\n    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],\n            $7::text[], $8::text[], $9::text[], $12::text[]) WITH ORDINALITY\n        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, address_key, idx)\n)",
-				"WITH f AS (\n    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,\n        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, $12::text AS address_key, 1::bigint AS idx,\n        'claimed'::text AS claimed\n)"},
+			{"WITH f AS MATERIALIZED (\n    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::boolean[],\n            $7::text[], $8::text[], $9::text[], $12::text[]) WITH ORDINALITY\n        AS f(key, token, state, ref, next, maybe, reason, run_id, detail, address_key, idx)\n)",
+				"WITH f AS (\n    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::bigint AS next,\n        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, $12::text AS address_key, 1::bigint AS idx,\n        'claimed'::text AS claimed\n)"},
 			{"r.key = ANY($1::text[]) AND r.iso_week = $11::text AND r.key = f.key AND r.claim_token = f.token\n        AND r.state = f.claimed",
 				"r.key = f.key AND r.iso_week = $11::text AND r.claim_token = f.token AND r.state = f.claimed"},
 		}},

@@ -31,20 +31,24 @@ var (
 
 // Claim decides every request in one BEGIN IMMEDIATE transaction. The
 // write lock is taken before the first read, so reading the receipt and
-// writing the decision cannot interleave with another writer.
+// writing the decision cannot interleave with another writer. Leases are
+// set and compared by the ledger's clock (ledgerTime); the results' times
+// are converted to the caller's (ledger.CallTimes).
 func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
 	defer classify(&err)
 	if err := ledger.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
+	asked := s.nowUTC()
 	res := make([]digest.ClaimResult, len(reqs))
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
+		times := ledger.CallTimes{Ledger: now, Caller: asked}
 		for i, r := range reqs {
-			var err error
-			if res[i], err = claimOne(ctx, tx, r, now); err != nil {
+			got, err := claimOne(ctx, tx, r, now)
+			if err != nil {
 				return fmt.Errorf("claim %s: %w", r.Keys[0], err)
 			}
+			res[i] = times.Result(got)
 		}
 		return nil
 	})
@@ -153,9 +157,8 @@ func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time,
 // StartSending marks each fence's send as started, in one transaction.
 func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
 	defer classify(&err)
-	now := s.nowUTC()
 	errs := make([]error, len(fences))
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, f := range fences {
 			var (
 				runID   string
@@ -192,19 +195,20 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 	return errs, nil
 }
 
-// Renew extends each fence's lease to lease from now, in one transaction.
-// Like the PostgreSQL statement, it writes no history row.
+// Renew extends each fence's lease to lease from the ledger's time, in
+// one transaction; the expiry it returns is lease from the caller's time
+// before the call. Like the PostgreSQL statement, it writes no history
+// row.
 func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Duration) (_ time.Time, _ []error, err error) {
 	defer classify(&err)
 	if lease <= 0 {
 		return time.Time{}, nil, fmt.Errorf("%w: renew: lease must be positive", ledger.ErrInvalid)
 	}
-	now := s.nowUTC()
-	expires := now.Add(lease)
+	expires := s.nowUTC().Add(lease)
 	errs := make([]error, len(fences))
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, f := range fences {
-			res, err := tx.ExecContext(ctx, renewSQL, expires.UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
+			res, err := tx.ExecContext(ctx, renewSQL, now.Add(lease).UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
 			if err != nil {
 				return fmt.Errorf("renew %s: %w", f.Key, err)
 			}
@@ -230,13 +234,14 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 	if err := ledger.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
+	times := ledger.CallTimes{Caller: s.nowUTC()}
 	errs := make([]error, len(fs))
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, f := range fs {
 			var next any
 			if f.State == digest.StateRetryable {
-				next = ledger.NextAttempt(f, now).UnixMicro()
+				// The caller's next attempt, as a delay from the ledger's time.
+				next = now.Add(times.Delay(f)).UnixMicro()
 			}
 			res, err := tx.ExecContext(ctx, finishSQL,
 				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token, f.AddressKey)
@@ -273,9 +278,8 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 	if err := ledger.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
-	now := s.nowUTC()
 	out := make([]digest.Observed, len(obs))
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, o := range obs {
 			var prev sql.NullInt64
 			err := tx.QueryRowContext(ctx, lastObservedSQL, jsonKeys(o.Keys)).Scan(&prev)
@@ -308,9 +312,8 @@ func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []dige
 	if len(ends) == 0 {
 		return nil, nil
 	}
-	now := s.nowUTC()
 	var ended []digest.EndedClaim
-	err = s.write(ctx, func(tx sqliteTx) error {
+	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		ended = ended[:0]
 		for _, e := range ends {
 			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String())

@@ -22,7 +22,7 @@ func TestRebuildKeepsEveryReceipt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	now := time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)
-	s, err := sqlite.Open(ctx, ledger.Config{Path: path, Now: func() time.Time { return now }})
+	s, err := sqlite.Open(ctx, ledger.Config{Path: path, Now: func() time.Time { return now }, LedgerNow: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

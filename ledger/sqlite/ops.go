@@ -136,10 +136,11 @@ func (s *Store) Acknowledge(ctx context.Context, key digest.Key, unsent bool, by
 	})
 }
 
-// operate runs fn on the receipt inside one write transaction.
+// operate runs fn on the receipt inside one write transaction, at the
+// ledger's time: a released receipt is due by the clock that decides
+// retries (see ledger.CallTimes).
 func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(sqliteTx, ledger.Receipt, time.Time) error) error {
-	now := s.nowUTC()
-	err := s.write(ctx, func(tx sqliteTx) error {
+	err := s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		r, err := scanSQLiteReceipt(tx.QueryRowContext(ctx, showReceiptSQL, string(key)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ledger.ErrNotFound

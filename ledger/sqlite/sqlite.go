@@ -38,7 +38,9 @@ type Store struct {
 	stmts *stmtCache
 	path  string
 	now   func() time.Time
-	log   *slog.Logger
+	// ledgerNow is Config.LedgerNow: nil but in tests.
+	ledgerNow func() time.Time
+	log       *slog.Logger
 }
 
 var (
@@ -93,7 +95,7 @@ func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", cfg.Path, err)
 	}
-	return &Store{db: db, stmts: newStmtCache(), path: cfg.Path, now: cfg.Now, log: cfg.Logger}, nil
+	return &Store{db: db, stmts: newStmtCache(), path: cfg.Path, now: cfg.Now, ledgerNow: cfg.LedgerNow, log: cfg.Logger}, nil
 }
 
 // Close closes the database.
@@ -207,8 +209,39 @@ func (s *Store) write(ctx context.Context, fn func(sqliteTx) error) error {
 	return tx.Commit()
 }
 
-// nowUTC is the clock at the ledger's microsecond precision.
+// nowUTC is the caller's clock at the ledger's microsecond precision.
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// ledgerTimeSQL is SQLite's own clock, in microseconds since the epoch
+// (SQLite keeps milliseconds).
+const ledgerTimeSQL = "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
+
+// ledgerTime is the ledger's clock, read in tx: SQLite's own, the one
+// every lease and retry is decided by (see ledger.CallTimes), or its
+// stand-in in tests (Config.LedgerNow). Read after BEGIN IMMEDIATE took
+// the write lock, it is no earlier than any time another writer stamped.
+func (s *Store) ledgerTime(ctx context.Context, tx sqliteTx) (time.Time, error) {
+	if s.ledgerNow != nil {
+		return s.ledgerNow().UTC().Truncate(time.Microsecond), nil
+	}
+	var us int64
+	if err := tx.QueryRowContext(ctx, ledgerTimeSQL).Scan(&us); err != nil {
+		return time.Time{}, fmt.Errorf("read the ledger's clock: %w", err)
+	}
+	return time.UnixMicro(us).UTC(), nil
+}
+
+// writeAt runs fn in one BEGIN IMMEDIATE transaction at the ledger's
+// time (ledgerTime).
+func (s *Store) writeAt(ctx context.Context, fn func(tx sqliteTx, now time.Time) error) error {
+	return s.write(ctx, func(tx sqliteTx) error {
+		now, err := s.ledgerTime(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return fn(tx, now)
+	})
+}
 
 // fromMicros decodes a stored time: microseconds since the epoch, NULL
 // for none.

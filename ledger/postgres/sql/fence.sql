@@ -2,16 +2,18 @@
 -- it is still claimed under the caller's token. The *Many forms take
 -- arrays, one element per fence; the *One forms scalars. Each statement
 -- is for the fences of one week, its last argument: the week as a
--- constant reaches one partition of receipts.
+-- constant reaches one partition of receipts. Each takes a stand-in for
+-- the ledger's clock, NULL but in tests: every time they stamp or add a
+-- duration to is the server's now() (see ledger.CallTimes).
 
 -- name: StartMany
--- Marks claims' sends as started: $1 keys, $2 tokens, $3 now, $4 the history
+-- Marks claims' sends as started: $1 keys, $2 tokens, $3 the clock, $4 the history
 -- text of an earlier start it replaces (ledger.HistorySendStarted), $5 the
 -- week. Returns the 1-based positions that matched.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), s AS (
-    UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
+    UPDATE receipts r SET send_started = true, send_started_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
     FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
     WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, o.send_started_at AS earlier
@@ -30,7 +32,7 @@ SELECT idx FROM s;
 WITH f AS (
     SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
 ), s AS (
-    UPDATE receipts r SET send_started = true, send_started_at = $3::timestamptz, updated_at = $3::timestamptz
+    UPDATE receipts r SET send_started = true, send_started_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
     FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
     WHERE r.key = f.key AND r.iso_week = $5::text AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, o.send_started_at AS earlier
@@ -45,15 +47,17 @@ WITH f AS (
 SELECT idx FROM s;
 
 -- name: RenewMany
--- Extends the leases of claims still held: $1 keys, $2 tokens, $3 the new
--- expiry, $4 now, $5 the week. Returns (position, renewed) per fence it
+-- Extends the leases of claims still held: $1 keys, $2 tokens, $3 the
+-- lease in microseconds (the new expiry is that long after now()), $4 the
+-- clock, $5 the week. Returns (position, renewed) per fence it
 -- saw; see Renew.
 WITH f AS MATERIALIZED (
     SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), l AS MATERIALIZED (
     SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text FOR UPDATE SKIP LOCKED
 ), u AS (
-    UPDATE receipts r SET lease_expires_at = $3::timestamptz, updated_at = $4::timestamptz
+    UPDATE receipts r SET lease_expires_at = coalesce($4::timestamptz, now()) + $3::bigint * interval '1 microsecond',
+        updated_at = coalesce($4::timestamptz, now())
     FROM f
     WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.claim_token = f.token
         AND r.state = f.claimed AND r.key IN (SELECT key FROM l)
@@ -65,11 +69,12 @@ SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l);
 
 -- name: FinishMany
 -- Ends claims, one row per Finish: $1 keys, $2 tokens, $3 new states, $4
--- provider refs, $5 next attempts, $6 maybe sent (retryable), $7 reasons, $8
--- run ids, $9 history details, $10 now, $11 the week, $12 address keys
+-- provider refs, $5 next attempts as microseconds after now() (retryable),
+-- $6 maybe sent (retryable), $7 reasons, $8 run ids, $9 history details,
+-- $10 the clock, $11 the week, $12 address keys
 -- (stored on failed receipts; '' none). Returns the positions that matched.
 WITH f AS MATERIALIZED (
-    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[],
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::boolean[],
             $7::text[], $8::text[], $9::text[], $12::text[]) WITH ORDINALITY
         AS f(key, token, state, ref, next, maybe, reason, run_id, detail, address_key, idx)
 ), u AS (
@@ -77,21 +82,21 @@ WITH f AS MATERIALIZED (
         previous_state = r.state,
         state = f.state,
         lease_expires_at = NULL,
-        sent_at = CASE WHEN f.state = 'sent' THEN $10::timestamptz ELSE r.sent_at END,
+        sent_at = CASE WHEN f.state = 'sent' THEN coalesce($10::timestamptz, now()) ELSE r.sent_at END,
         provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
-        next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN coalesce($10::timestamptz, now()) + f.next * interval '1 microsecond' END,
         maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
         address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
         run_id = f.run_id,
-        updated_at = $10::timestamptz
+        updated_at = coalesce($10::timestamptz, now())
     FROM f
     WHERE r.key = ANY($1::text[]) AND r.iso_week = $11::text AND r.key = f.key AND r.claim_token = f.token
         AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+    SELECT key, coalesce($10::timestamptz, now()), previous_state, state, run_id, detail FROM u
     -- A finish to sent without a reason gets no row: sent_at and
     -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
     WHERE NOT (state = 'sent' AND reason = '')
@@ -101,7 +106,7 @@ SELECT idx FROM u;
 -- name: FinishOne
 -- FinishMany for one Finish, with scalar arguments.
 WITH f AS (
-    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::timestamptz AS next,
+    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::bigint AS next,
         $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, $12::text AS address_key, 1::bigint AS idx,
         'claimed'::text AS claimed
 ), u AS (
@@ -109,20 +114,20 @@ WITH f AS (
         previous_state = r.state,
         state = f.state,
         lease_expires_at = NULL,
-        sent_at = CASE WHEN f.state = 'sent' THEN $10::timestamptz ELSE r.sent_at END,
+        sent_at = CASE WHEN f.state = 'sent' THEN coalesce($10::timestamptz, now()) ELSE r.sent_at END,
         provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
-        next_attempt_at = CASE WHEN f.state = 'retryable' THEN f.next END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN coalesce($10::timestamptz, now()) + f.next * interval '1 microsecond' END,
         maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
         address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
         run_id = f.run_id,
-        updated_at = $10::timestamptz
+        updated_at = coalesce($10::timestamptz, now())
     FROM f
     WHERE r.key = f.key AND r.iso_week = $11::text AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $10::timestamptz, previous_state, state, run_id, detail FROM u
+    SELECT key, coalesce($10::timestamptz, now()), previous_state, state, run_id, detail FROM u
     -- A finish to sent without a reason gets no row: sent_at and
     -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
     WHERE NOT (state = 'sent' AND reason = '')
@@ -132,15 +137,17 @@ SELECT idx FROM u;
 -- name: Observe
 -- Records one observation and reads, from the statement's snapshot (which
 -- excludes the new row), the previous observation and the governing receipt.
--- $1 candidate keys, $2 fingerprint, $3 run id, $4 week, $5 now.
+-- $1 candidate keys, $2 fingerprint, $3 run id, $4 week, $5 the clock. It
+-- returns the ledger's time last (ledger.CallTimes).
 WITH prev AS (
     SELECT max(o.at) AS at FROM unnest($1::text[]) AS c(k)
     CROSS JOIN LATERAL (SELECT max(at) AS at FROM observations WHERE key = c.k OFFSET 0) o
 ), ins AS (
     INSERT INTO observations (key, fingerprint, run_id, iso_week, at)
-    VALUES (($1::text[])[1], $2::text, $3::text, $4::text, $5::timestamptz)
+    VALUES (($1::text[])[1], $2::text, $3::text, $4::text, coalesce($5::timestamptz, now()))
 )
-SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at, r.sent_at
+SELECT prev.at, r.key, r.state, r.fingerprint, r.lease_expires_at, r.next_attempt_at, r.sent_at,
+    coalesce($5::timestamptz, now())
 FROM prev LEFT JOIN LATERAL (
     SELECT x.* FROM unnest($1::text[]) WITH ORDINALITY AS c(k, n)
     CROSS JOIN LATERAL (SELECT * FROM receipts WHERE key = c.k AND iso_week = $4::text OFFSET 0) x
@@ -154,7 +161,7 @@ SELECT key, iso_week FROM receipts WHERE key = ANY($1::text[]);
 
 -- name: EndClaim
 -- Ends the receipts under the keys $2 (week $5, reason $3, run id $4,
--- element by element; now $1) that no run is finishing: a claim whose
+-- element by element; the clock $1) that no run is finishing: a claim whose
 -- lease has expired, or a retryable receipt. One whose send may have
 -- started ends held, the rest failed (digest.ClaimEnder); each with a
 -- history row. One statement for the whole call.
@@ -169,13 +176,13 @@ WITH req AS (
         next_attempt_at = NULL,
         last_error = req.reason,
         run_id = req.run_id,
-        updated_at = $1::timestamptz
+        updated_at = coalesce($1::timestamptz, now())
     FROM req
     WHERE r.key = req.key AND r.iso_week = req.week
-        AND ((r.state = 'claimed' AND r.lease_expires_at <= $1::timestamptz) OR r.state = 'retryable')
+        AND ((r.state = 'claimed' AND r.lease_expires_at <= coalesce($1::timestamptz, now())) OR r.state = 'retryable')
     RETURNING r.key, r.previous_state, r.state, req.reason, req.run_id
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, $1::timestamptz, previous_state, state, run_id, reason FROM u
+    SELECT key, coalesce($1::timestamptz, now()), previous_state, state, run_id, reason FROM u
 )
 SELECT key, previous_state, state FROM u;

@@ -2,12 +2,16 @@
 
 -- name: ListReceipts
 -- Receipts in state $1 ('' any) of week $2 ('' any) after key $3, at most $4.
+-- A state that waits for someone is also asked of attention (migration
+-- 00012), the column the attention index holds: planned with $1 known,
+-- that condition is what reaches the index.
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
     run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
 FROM receipts
-WHERE ($1 = '' OR state = $1) AND ($2 = '' OR iso_week = $2) AND key > $3
+WHERE ($1 = '' OR state = $1) AND ($1 IN ('', 'claimed', 'sent') OR attention = $1)
+    AND ($2 = '' OR iso_week = $2) AND key > $3
 ORDER BY key LIMIT $4;
 
 -- name: ShowReceipt

@@ -49,6 +49,7 @@ type pass struct {
 	// re-read of everyone after an overflow meets this run's own too).
 	pendingOnly bool
 	ends        []digest.EndClaim // receipts to end (endClaim), read stage only
+	absent      absentClaims      // receipts of customers not in the source, read stage only
 	halt        func(error)       // stops the pass's intake, remembering why
 	halted      atomic.Bool
 }
@@ -191,9 +192,16 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		batch = nil
 		return true
 	}
+	if err := p.absent.load(ctx, p); err != nil {
+		return err
+	}
+	complete := false // the source was read to its end
 	defer func() {
 		if len(batch) > 0 && ctx.Err() == nil {
 			hand()
+		}
+		if complete && ctx.Err() == nil && readErr == nil {
+			readErr = p.absent.end(ctx, p)
 		}
 		if ctx.Err() == nil && readErr == nil {
 			readErr = p.flushEnds(ctx, 1)
@@ -207,6 +215,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if err != nil {
 			var bad *digest.BadRecordError
 			if errors.As(err, &bad) {
+				p.absent.unknown()
 				// A source that cannot Check up front (the PostgreSQL
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
@@ -228,6 +237,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if !q.Wants(rec.Customer.ID) {
 			continue // a source that does not filter customers itself (a retry pass)
 		}
+		p.absent.seen(p, rec.Customer.ID)
 		d, verdict, err := Classify(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
 		if verdict == OtherShard {
 			continue // a source that does not filter shards itself
@@ -293,5 +303,6 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			}
 		}
 	}
+	complete = true
 	return nil
 }

@@ -19,6 +19,9 @@ type item struct {
 	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 
 	claim digest.ClaimResult // after the claim
+	// claimed is when the claim call returned, by this process's clock:
+	// a takeover it made happened no later (see route).
+	claimed time.Time
 	lease lease              // the claim's live lease, renewed while held
 	msg   *digest.Message    // rendered, for a send
 	// handed: the message went to the mailer and was accepted or may have

@@ -22,8 +22,8 @@ type item struct {
 	// claimed is when the claim call returned, by this process's clock:
 	// a takeover it made happened no later (see route).
 	claimed time.Time
-	lease lease              // the claim's live lease, renewed while held
-	msg   *digest.Message    // rendered, for a send
+	lease   lease           // the claim's live lease, renewed while held
+	msg     *digest.Message // rendered, for a send
 	// handed: the message went to the mailer and was accepted or may have
 	// reached the provider (an ambiguous failure).
 	handed bool

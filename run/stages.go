@@ -212,6 +212,8 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		// holder), else at the expiry: waiting out a crashed run's lease
 		// then costs one claim of the pending keys, not one per tenth.
 		c.pending.Add(1)
+		// NextAttempt is by the ledger's clock; compared with this one it
+		// only schedules the next pass: the claim then decides again.
 		recheck := res.NextAttempt
 		if quick := cfg.Now().Add(busyRecheck(cfg.Lease)); recheck.IsZero() || r.busyQuick && quick.Before(recheck) {
 			recheck = quick

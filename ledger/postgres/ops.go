@@ -140,7 +140,10 @@ func (s *Store) Acknowledge(ctx context.Context, key digest.Key, unsent bool, by
 	})
 }
 
-// operate runs fn on the locked receipt in one transaction.
+// operate runs fn on the locked receipt in one transaction. now, by the
+// operator's machine's clock, stamps the history and a released receipt's
+// due time ("due now"): it decides nothing here; the claim that next meets
+// the receipt compares the due time with its own clock.
 func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn func(pgx.Tx, ledger.Receipt, time.Time) error) error {
 	now := s.nowUTC()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -164,7 +167,8 @@ func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from,
 	return err
 }
 
-// Counts counts a week's receipts by state.
+// Counts counts a week's receipts by state. The ages it reports are by
+// the process's clock: a figure for status and alerts, not a decision.
 func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Counts, err error) {
 	defer classify(&err)
 	now := s.nowUTC()

@@ -100,7 +100,14 @@ func (s *Store) Close() (err error) {
 // snapshot source) and for tests.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// nowUTC is the clock at PostgreSQL's microsecond precision.
+// nowUTC is the clock at PostgreSQL's microsecond precision: the
+// process's (Config.Now). The decisions that compare it with stored times
+// written by another process are the claim's and renewal's lease and due
+// times (claim.go, finish.go); prune's cutoff (pruneCutoff) and the live
+// claims a roll-back refuses (LiveClaims) take the earlier of it and the
+// server's now(). Elsewhere it only stamps what happened (history,
+// suppressions, pins, tombstones) or measures an age for display
+// (Counts).
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // maxBatchTries bounds retries of a batch PostgreSQL aborted for a deadlock

@@ -28,7 +28,8 @@ func (s *Store) Schema(ctx context.Context) (_ ledger.Schema, err error) {
 }
 
 // liveClaims refuses a roll-back while receipts are claimed under leases
-// that have not expired.
+// that have not expired. The store's clock is the database's here: the
+// file is local, every process using it runs on this machine's clock.
 func (s *Store) liveClaims(ctx context.Context) error {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM receipts WHERE state = 'claimed' AND lease_expires_at > ?`,

@@ -208,7 +208,11 @@ func (s *Store) write(ctx context.Context, fn func(sqliteTx) error) error {
 	return tx.Commit()
 }
 
-// nowUTC is the clock at the ledger's microsecond precision.
+// nowUTC is the clock at the ledger's microsecond precision. For SQLite
+// the process's clock is the database's: the file is local, and every
+// process that opens it reads this machine's clock, so the decisions that
+// compare times (leases, due times, prune cutoffs, live claims) compare
+// times of one clock.
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // fromMicros decodes a stored time: microseconds since the epoch, NULL

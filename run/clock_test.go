@@ -38,11 +38,13 @@ func TestRunTimesItsLeasesByItsOwnClock(t *testing.T) {
 	p.script = func(digest.Key, int) (bool, error) {
 		if !stalled {
 			stalled = true
-			f.clock.Advance(2 * time.Minute) // past the one-minute lease
+			f.clock.Advance(20 * time.Minute) // past the lease
 		}
 		return true, nil
 	}
-	r := f.runner(p, p, func(c *run.Config) { c.Concurrency, c.BatchSize = 1, 100 })
+	// A long lease: no renewal (every quarter lease, by the real clock)
+	// comes while the test runs, however loaded the machine.
+	r := f.runner(p, p, func(c *run.Config) { c.Concurrency, c.BatchSize, c.Lease = 1, 100, 10*time.Minute })
 	r.Ledger = f.skewed(time.Hour)
 	sum := f.run(r)
 	if len(p.sends) != 1 || sum.Sent != 1 || sum.Pending != f.want-1 {

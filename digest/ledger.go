@@ -267,6 +267,19 @@ type ClaimEnder interface {
 	EndClaims(ctx context.Context, ends []EndClaim) ([]EndedClaim, error)
 }
 
+// WeekReceipts lists what a run needs to end the claims of customers no
+// longer in the week's source (deleted, or out of the week): the week's
+// unfinished receipts, and the pins of the week, since receipts store the
+// week but not the digest type or content version. Both ledger stores
+// implement it.
+type WeekReceipts interface {
+	// WeekKeys returns the keys of week's receipts in state, in key order,
+	// after the key after ("" from the start), at most limit.
+	WeekKeys(ctx context.Context, week ISOWeek, state State, after Key, limit int) ([]Key, error)
+	// WeekPins returns every pin (type, version) of week, in no order.
+	WeekPins(ctx context.Context, week ISOWeek) ([]SnapshotPin, error)
+}
+
 // EndClaim asks ClaimEnder to end the receipt of one digest.
 type EndClaim struct {
 	Keys   []Key   // the candidate keys (Keyring.Candidates), pinned key id first

@@ -17,8 +17,9 @@ type Schema struct {
 var ErrSchemaBehind = errors.New("the ledger's schema is older than this binary needs")
 
 // ErrSchemaAhead: the ledger has migrations this binary does not know (a
-// newer binary migrated it). Migrations only add, so the binary can still
-// work there; the command says so in a warning.
+// newer binary migrated it). A command that sends or changes the ledger
+// refuses it (unless told otherwise: --allow-newer-schema); one that only
+// reads says so in a warning.
 var ErrSchemaAhead = errors.New("this binary is older than the ledger schema")
 
 // ErrSchemaUnreadable: the role may not read the migration version (a job

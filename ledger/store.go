@@ -19,6 +19,9 @@ type Store interface {
 	// suppressed or with nothing to send after a run that claimed it
 	// crashed).
 	digest.ClaimEnder
+	// WeekReceipts lists a week's unfinished receipts and its pins: a run
+	// that read the whole source ends the claims of customers not in it.
+	digest.WeekReceipts
 
 	// Migrate applies pending migrations. It is safe to run twice and from
 	// two processes at once.

@@ -100,3 +100,112 @@ func TestRunEndsClaimsOfCustomersItWillNotSend(t *testing.T) {
 		t.Errorf("observe run ended %d claims, live one now %s; want none, claimed", obs.EndedClaims, r.State)
 	}
 }
+
+// A crashed run's claims of customers since deleted from the source (or
+// out of the week: the week's source no longer has them) are never read
+// again, so no run would end them. The next run of the whole week, its
+// pin the week's only one, ends them after the lease: failed with the
+// reason, held when the send may have started, a retryable one failed,
+// a live claim untouched; a present customer's claim is taken over and
+// sent once; nothing goes to the absent ones.
+func TestRunEndsClaimsOfCustomersNotInTheSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 30)
+	var present, presentFP string
+	for rec := range snapshot.Synthetic(30, runWeek, 1) {
+		if len(rec.Activity) > 0 {
+			d, err := digest.Build(rec, digest.Spec{Week: runWeek, Location: time.UTC, Type: "weekly_activity", Version: "v1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			present, presentFP = rec.Customer.ID, d.Fingerprint()
+			break
+		}
+	}
+	keysOf := func(id string) []digest.Key {
+		return f.kr.Candidates(digest.Identity{Customer: id, Week: runWeek, Type: "weekly_activity", Version: "v1"})
+	}
+	claim := func(id string) digest.ClaimResult {
+		t.Helper()
+		fp := "fp-crashed"
+		if id == present {
+			fp = presentFP
+		}
+		res, err := f.store.Claim(ctx, []digest.ClaimRequest{{Keys: keysOf(id), Fingerprint: fp, Week: runWeek, RunID: "crashed", Lease: time.Minute}})
+		if err != nil || res[0].Outcome != digest.OutcomeClaimed {
+			t.Fatalf("claim %s: %+v %v", id, res, err)
+		}
+		return res[0]
+	}
+	// The crashed run, before the customers left the source.
+	idle, started, again, mine := claim("deleted_1"), claim("deleted_2"), claim("deleted_3"), claim(present)
+	if errs, err := f.store.StartSending(ctx, []digest.Fence{{Key: started.Key, Token: started.Token}}); err != nil || errs[0] != nil {
+		t.Fatalf("start sending: %v %v", errs, err)
+	}
+	fin := digest.Finish{Key: again.Key, Token: again.Token, State: digest.StateRetryable, NextAttempt: f.clock.Now(), Reason: "421", RunID: "crashed", Week: runWeek}
+	if errs, err := f.store.Finish(ctx, []digest.Finish{fin}); err != nil || errs[0] != nil {
+		t.Fatalf("finish retryable: %v %v", errs, err)
+	}
+	f.clock.Advance(2 * time.Minute) // the crashed run's leases expire
+	live := claim("deleted_4")       // another run's live claim
+
+	// Runs that cannot know every customer of the week leave them: a shard,
+	// or a week with another content version pinned.
+	p := newProvider()
+	if sum := f.run(f.runner(p, p, func(c *run.Config) { c.Shard = digest.Shard{Index: 0, Count: 2} })); sum.EndedClaims != 0 {
+		t.Fatalf("a shard's run ended %d claims; it cannot tell an absent customer from another shard's", sum.EndedClaims)
+	}
+	other := digest.SnapshotPin{Type: "weekly_activity", Week: runWeek, Version: "v0"}
+	g := newFixture(t, 30)
+	g.clock.Advance(f.clock.Now().Sub(g.clock.Now()))
+	for _, id := range []string{"deleted_1"} {
+		if res, err := g.store.Claim(ctx, []digest.ClaimRequest{{Keys: keysOf(id), Fingerprint: "fp", Week: runWeek, RunID: "crashed", Lease: time.Second}}); err != nil || res[0].Outcome != digest.OutcomeClaimed {
+			t.Fatalf("claim: %+v %v", res, err)
+		}
+	}
+	if _, err := g.store.PinSnapshot(ctx, other, digest.WeekPin{AsOf: run.Cutoff(runWeek, time.UTC, run.DefaultSettle), Zone: "UTC", KeyID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	g.clock.Advance(time.Minute)
+	if sum := g.run(g.runner(newProvider(), nil, nil)); sum.EndedClaims != 0 {
+		t.Fatalf("a run of a week with another version pinned ended %d claims; a key of v0 would look absent", sum.EndedClaims)
+	}
+
+	sum := f.run(f.runner(p, p, nil))
+	if sum.EndedClaims != 3 || sum.Unaccounted() != 0 {
+		t.Fatalf("summary %+v; want 3 ended claims, every digest accounted for", sum)
+	}
+	reason := "customer not in the week's source after claim: not sent"
+	want := map[digest.Key]struct {
+		state  digest.State
+		reason string
+	}{
+		idle.Key:    {digest.StateFailed, reason},
+		started.Key: {digest.StateHeld, reason},
+		again.Key:   {digest.StateFailed, reason},
+		live.Key:    {digest.StateClaimed, ""},
+		mine.Key:    {digest.StateSent, ""},
+	}
+	for k, w := range want {
+		r, _, err := f.store.Show(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != w.state || w.reason != "" && r.LastError != w.reason {
+			t.Errorf("%s: %s %q; want %s %q", k, r.State, r.LastError, w.state, w.reason)
+		}
+		if w.state == digest.StateHeld && !r.MaybeSent {
+			t.Errorf("%s: held without maybe_sent: the send may have started", k)
+		}
+		if n, wantN := p.sends[k], map[bool]int{true: 1}[k == mine.Key]; n != wantN {
+			t.Errorf("%s: sent %d times, want %d", k, n, wantN)
+		}
+	}
+	if _, dups := p.totals(); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	if again := f.run(f.runner(p, p, nil)); again.EndedClaims != 0 {
+		t.Errorf("second run ended %d claims, want 0", again.EndedClaims)
+	}
+}

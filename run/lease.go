@@ -30,10 +30,18 @@ func claimBatch(cfg *Config) int {
 	return min(cfg.BatchSize, max(1, int(cfg.Rate*cfg.Lease.Seconds()/4)))
 }
 
-// lease is the live lease of one claim: its expiry as the ledger recorded
-// it, moved on by renewals, and whether a renewal found it taken over.
+// lease is the live lease of one claim: its expiry, moved on by renewals,
+// and whether a renewal found it taken over.
+//
+// The expiry is by this process's clock: the time the claim (or the
+// renewal) was asked plus the lease. The ledger started the lease no
+// earlier than that, so the run's view ends no later than the ledger's in
+// real time, however the clocks differ; the expiry the ledger reports is
+// by its own clock (the database server's, or another machine's), and
+// compared with this process's clock it would let a run whose clock is
+// behind start sends after its lease had ended.
 type lease struct {
-	expires atomic.Int64 // unix nanoseconds, by the ledger's clock
+	expires atomic.Int64 // unix nanoseconds, by this process's clock (Config.Now)
 	lost    atomic.Bool
 }
 
@@ -116,7 +124,8 @@ func (p *pass) renew(ctx context.Context) {
 		for i, it := range its {
 			fences[i] = digest.Fence{Key: it.claim.Key, Token: it.claim.Token, Week: cfg.Spec.Week}
 		}
-		until, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
+		asked := cfg.Now()
+		_, errs, err := r.Ledger.Renew(ctx, fences, cfg.Lease)
 		r.counters.ledgerCalls.Add(1)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -128,7 +137,7 @@ func (p *pass) renew(ctx context.Context) {
 		for i, it := range its {
 			switch {
 			case errs[i] == nil:
-				it.lease.set(until)
+				it.lease.set(asked.Add(cfg.Lease)) // by this process's clock, see lease
 			case errors.Is(errs[i], digest.ErrStaleClaim):
 				it.lease.lost.Store(true)
 			}

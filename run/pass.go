@@ -19,8 +19,11 @@ type item struct {
 	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 
 	claim digest.ClaimResult // after the claim
-	lease lease              // the claim's live lease, renewed while held
-	msg   *digest.Message    // rendered, for a send
+	// claimed is when the claim call returned, by this process's clock:
+	// a takeover it made happened no later (see route).
+	claimed time.Time
+	lease   lease           // the claim's live lease, renewed while held
+	msg     *digest.Message // rendered, for a send
 	// handed: the message went to the mailer and was accepted or may have
 	// reached the provider (an ambiguous failure).
 	handed bool
@@ -49,6 +52,7 @@ type pass struct {
 	// re-read of everyone after an overflow meets this run's own too).
 	pendingOnly bool
 	ends        []digest.EndClaim // receipts to end (endClaim), read stage only
+	absent      absentClaims      // receipts of customers not in the source, read stage only
 	halt        func(error)       // stops the pass's intake, remembering why
 	halted      atomic.Bool
 }
@@ -191,9 +195,16 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		batch = nil
 		return true
 	}
+	if err := p.absent.load(ctx, p); err != nil {
+		return err
+	}
+	complete := false // the source was read to its end
 	defer func() {
 		if len(batch) > 0 && ctx.Err() == nil {
 			hand()
+		}
+		if complete && ctx.Err() == nil && readErr == nil {
+			readErr = p.absent.end(ctx, p)
 		}
 		if ctx.Err() == nil && readErr == nil {
 			readErr = p.flushEnds(ctx, 1)
@@ -207,6 +218,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if err != nil {
 			var bad *digest.BadRecordError
 			if errors.As(err, &bad) {
+				p.absent.unknown()
 				// A source that cannot Check up front (the PostgreSQL
 				// relations) reports bad records here: in strict mode they
 				// fail the run like a record that cannot be built, never a
@@ -228,6 +240,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		if !q.Wants(rec.Customer.ID) {
 			continue // a source that does not filter customers itself (a retry pass)
 		}
+		p.absent.seen(p, rec.Customer.ID)
 		d, verdict, err := Classify(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
 		if verdict == OtherShard {
 			continue // a source that does not filter shards itself
@@ -293,5 +306,6 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			}
 		}
 	}
+	complete = true
 	return nil
 }

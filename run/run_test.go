@@ -109,7 +109,8 @@ type fixture struct {
 	store *sqlite.Store
 	src   *snapshot.File
 	kr    *digest.Keyring
-	want  int // customers with activity
+	want  int    // customers with activity
+	path  string // the ledger's SQLite file
 }
 
 func newFixture(t *testing.T, customers int) *fixture {
@@ -141,7 +142,7 @@ func newFixture(t *testing.T, customers int) *fixture {
 			want++
 		}
 	}
-	return &fixture{t: t, clock: clk, store: store, src: src, kr: kr, want: want}
+	return &fixture{t: t, clock: clk, store: store, src: src, kr: kr, want: want, path: filepath.Join(dir, "ledger.db")}
 }
 
 func (f *fixture) runner(p *provider, lookup digest.Lookup, mod func(*run.Config)) *run.Runner {

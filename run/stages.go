@@ -61,17 +61,16 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 			}
 			return fmt.Errorf("claim: %w", err)
 		}
+		answered := cfg.Now()
 		var start []*item
 		for i, it := range enforce {
-			it.claim = res[i]
+			it.claim, it.claimed = res[i], answered
 			if it.claim.Outcome == digest.OutcomeClaimed {
-				// A ledger that does not say (none here) is taken to have
-				// started the lease when it was asked: never later.
-				until := it.claim.LeaseExpires
-				if until.IsZero() {
-					until = asked.Add(cfg.Lease)
-				}
-				it.lease.set(until)
+				// By this process's clock, from when it asked: the ledger
+				// started the lease no earlier, whatever its own clock
+				// says (it.claim.LeaseExpires is by the ledger's clock,
+				// which may run ahead of this one).
+				it.lease.set(asked.Add(cfg.Lease))
 			}
 			if p.route(it, done) {
 				start = append(start, it)
@@ -179,7 +178,11 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 			done.put(it)
 			return false
 		}
-		if at := res.TakenOverAt.Add(cfg.LookupDelay); !res.TakenOverAt.IsZero() && cfg.Now().Before(at) {
+		// The delay runs from the takeover by this process's clock (when
+		// the claim call returned: the takeover was no later), not from
+		// res.TakenOverAt, the ledger's: a ledger clock behind this one
+		// would make the look-up come too early and miss the send.
+		if at := it.claimed.Add(cfg.LookupDelay); !res.TakenOverAt.IsZero() && cfg.Now().Before(at) {
 			// Taken over from a run whose send had started: that send
 			// may still land. Give the claim back until a look-up can
 			// see it.
@@ -209,6 +212,8 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		// holder), else at the expiry: waiting out a crashed run's lease
 		// then costs one claim of the pending keys, not one per tenth.
 		c.pending.Add(1)
+		// NextAttempt is by the ledger's clock; compared with this one it
+		// only schedules the next pass: the claim then decides again.
 		recheck := res.NextAttempt
 		if quick := cfg.Now().Add(busyRecheck(cfg.Lease)); recheck.IsZero() || r.busyQuick && quick.Before(recheck) {
 			recheck = quick

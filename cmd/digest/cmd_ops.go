@@ -173,6 +173,7 @@ Examples:
 func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "prune", pruneHelp)
 	st := register(fs, env, gLedger, gLog, gPush, gRetention)
+	st.changesLedger()
 	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h; at least the replay horizon (required)")
 	dry := fs.Bool("dry-run", false, "count, delete nothing, leave no tombstone")
 	held := fs.Bool("include-held", false, "also delete held receipts")
@@ -310,6 +311,7 @@ Examples:
 func cmdReview(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "review", reviewHelp)
 	st := register(fs, env, gLedger, gLog)
+	st.changesLedger()
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
 	week := fs.String("week", "", "list only this ISO week; release and mark-sent without a KEY: act on every receipt of it")
 	limit := fs.Int("limit", 100, "list at most this many of each state (the list says how many more there are)")
@@ -332,6 +334,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
 	}
 	acts := sub == "release" || sub == "mark-sent" || sub == "acknowledge"
+	st.changes = acts // list and show only read
 	if acts && len(rest) == 0 && *week != "" {
 		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent, *acceptDuplicates)
 	}

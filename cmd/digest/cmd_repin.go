@@ -45,6 +45,7 @@ Examples:
 func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "repin", repinHelp)
 	st := register(fs, env, gLedger, gDigest, gLog, gPush)
+	st.changesLedger()
 	week := fs.String("week", "", "ISO week YYYY-Www (required)")
 	reason := fs.String("reason", "", "why (required; kept on the pin)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept on the pin)")

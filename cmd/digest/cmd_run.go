@@ -78,6 +78,7 @@ pipeline stage spent the run (docs/operations.md, "Where a run waits").
 func cmdRun(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "run", runHelp)
 	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush, gRetention)
+	st.changesLedger()
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")

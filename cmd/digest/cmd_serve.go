@@ -51,6 +51,7 @@ Examples:
 func cmdServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", serveHelp)
 	st := register(fs, env, gKeys, gLedger, gLog, gListen)
+	st.changesLedger()
 	st.flags(fs, &st.UnsubscribeURL)
 	pos, err := parse(fs, args)
 	if err != nil {

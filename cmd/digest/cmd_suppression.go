@@ -52,6 +52,7 @@ Examples:
 func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "suppression", suppressionHelp)
 	st := register(fs, env, gKeys, gLedger, gLog)
+	st.changesLedger()
 	customer := fs.String("customer", "", "the customer id")
 	address := fs.String("address", "", "the email address")
 	customerKey := fs.String("customer-key", "", "a customer's suppression key (KID:HEX)")
@@ -68,6 +69,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 		return usagef("want one subcommand: list, add or remove")
 	}
 	sub := pos[0]
+	st.changes = sub != "list"
 	set := 0
 	for _, v := range []string{*customer, *address, *customerKey, *addressKey} {
 		if v != "" {

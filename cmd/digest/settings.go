@@ -108,6 +108,21 @@ type settings struct {
 	config
 	fromEnv map[string]bool // by variable name: set in the environment, not defaulted
 	fs      *flag.FlagSet
+
+	// changes: the command sends or changes receipts or suppressions, so
+	// openLedger refuses a schema with migrations this binary does not
+	// know unless allowNewer (--allow-newer-schema); see changesLedger.
+	changes    bool
+	allowNewer *bool
+}
+
+// changesLedger marks a command that sends or changes the ledger and
+// registers its --allow-newer-schema. A command that only reads (status,
+// verify, preview, review list) is not marked: on a newer schema it
+// warns and goes on.
+func (s *settings) changesLedger() {
+	s.changes = true
+	s.allowNewer = s.fs.Bool("allow-newer-schema", false, "use a ledger schema with migrations this binary does not know (a newer binary migrated it) anyway; default: refuse, exit 2: deploy the newer binary, or roll the schema back with its \"digest migrate --down-to\"")
 }
 
 // register adds the flags of the given groups to fs, defaulting to the

@@ -45,7 +45,7 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 			return nil, fmt.Errorf("migrate embedded ledger: %w", err)
 		}
 	}
-	if err := checkSchema(ctx, store, log); err != nil {
+	if err := checkSchema(ctx, st, store, log); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -55,11 +55,13 @@ func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Sto
 // checkSchema refuses, in words, a ledger schema this binary cannot use:
 // one behind it, which lacks tables or columns it needs (exit 1: "digest
 // migrate" is a separate step that may be running, and the Job's retry
-// succeeds after it). A schema ahead of it, a newer binary's, is said in a
-// warning and used: migrations only add, so that an older binary keeps
-// working on a newer schema and rolling back is setting the image back
-// (docs/operations.md); the one that did not (00006) predates this check.
-func checkSchema(ctx context.Context, store ledger.Store, log *slog.Logger) error {
+// succeeds after it). A schema ahead of it, with migrations a newer binary
+// applied, is refused too by a command that sends or changes the ledger
+// (st.changes; exit 2: a retry of the same binary cannot help), unless
+// --allow-newer-schema: this binary does not know what the newer
+// migrations changed (a table it never writes, a constraint its
+// statements break). A command that only reads warns and goes on.
+func checkSchema(ctx context.Context, st *settings, store ledger.Store, log *slog.Logger) error {
 	sc, err := store.Schema(ctx)
 	switch {
 	case errors.Is(err, ledger.ErrSchemaUnreadable):
@@ -69,6 +71,8 @@ func checkSchema(ctx context.Context, store ledger.Store, log *slog.Logger) erro
 		return fmt.Errorf("open ledger: %w", err)
 	}
 	switch err := sc.Err(); {
+	case errors.Is(err, ledger.ErrSchemaAhead) && st.changes && (st.allowNewer == nil || !*st.allowNewer):
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%w; or, knowing this binary does not know those migrations, pass --allow-newer-schema", err)}
 	case errors.Is(err, ledger.ErrSchemaAhead):
 		log.Warn("ledger schema ahead of this binary", "err", err)
 	case err != nil:

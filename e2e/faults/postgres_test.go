@@ -53,6 +53,7 @@ func startRun(t *testing.T, e *e2etest.Env, extra []string, args ...string) *bgR
 		defer close(b.done)
 		defer cancel()
 		_ = cmd.Wait()
+		e.Logged(stderr.String())
 		b.res = e2etest.Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			b.res.Code = -1

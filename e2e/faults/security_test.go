@@ -254,6 +254,7 @@ func TestCustomerTextEscapedAndNoHeaderInjection(t *testing.T) {
 		desc = "<img src=x onerror=alert(2)>\r\nX-Injected: yes\r\n\r\n<b>body</b>"
 	)
 	occurred := week40.Start(time.UTC).Add(30 * time.Hour)
+	e.UsesAddresses("eve@example.com", "bcc-victim@evil.example")
 	if _, err := e.Pool.Exec(ctx, `INSERT INTO digest_customers VALUES ('cust_evil', 'eve@example.com', $1, 'en-GB', '2026-01-01')`, name); err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,7 @@ func TestNonASCIILocalPartNeedsSMTPUTF8(t *testing.T) {
 		t.Fatal(err)
 	}
 	jorg := strings.Replace(email, "customer", "jörg", 1)
+	e.UsesAddresses(jorg)
 	if _, err := e.Pool.Exec(ctx, `UPDATE digest_customers SET email = $2 WHERE customer_id = $1`, victim, jorg); err != nil {
 		t.Fatal(err)
 	}

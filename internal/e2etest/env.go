@@ -29,6 +29,8 @@ type Env struct {
 	Mailpit *mailpittest.Server
 	Vars    []string // DIGEST_* settings of every command, KEY=VALUE
 	Dir     string   // working directory of the commands
+
+	scan *logScan // set when ScanLogs: the commands' stderr, scanned at the end
 }
 
 // TestKeyring is the HMAC keyring of every Env. Its secret is the bytes
@@ -61,6 +63,10 @@ func NewEnvOn(t *testing.T, base string) *Env {
 		"DIGEST_RATE=2000",
 		"DIGEST_BURST=50",
 		"DIGEST_LOG_LEVEL=info",
+	}
+	if ScanLogs {
+		e.scan = &logScan{used: map[string]bool{}}
+		t.Cleanup(e.scanLogs)
 	}
 	e.MustRun("migrate")
 	return e
@@ -99,6 +105,9 @@ func (e *Env) Seed(n int, week digest.ISOWeek) map[string]bool {
 	out := e.MustRun("seed", "--customers", fmt.Sprint(n), "--week", week.String())
 	if !strings.Contains(out.Stdout, fmt.Sprintf("seeded %d customers", n)) {
 		e.T.Fatalf("seed said: %s", out.Stdout)
+	}
+	for r := range snapshot.Synthetic(n, week, 1) {
+		e.UsesAddresses(r.Customer.Email)
 	}
 	return Wanted(e.T, n, week)
 }
@@ -204,6 +213,9 @@ func (e *Env) Command(ctx context.Context, extra []string, args ...string) *exec
 	cmd := exec.CommandContext(ctx, Binary(), args...)
 	cmd.Dir = e.Dir
 	cmd.Env = append(append(os.Environ(), e.Vars...), extra...)
+	if e.scan != nil {
+		cmd.Stderr = e.scan.sink() // a caller that sets its own passes it to Logged
+	}
 	return cmd
 }
 
@@ -222,6 +234,7 @@ func (e *Env) RunEnv(extra []string, args ...string) Result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	e.Logged(stderr.String())
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)

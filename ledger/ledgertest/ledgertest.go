@@ -71,6 +71,7 @@ var tests = []test{
 	{"PinSnapshotCountsReceiptsByKeyID", testPinSnapshotCountsReceiptsByKeyID},
 	{"PinSnapshotFromBeforeZonesAdoptsFirstRun", testPinSnapshotFromBeforeZonesAdoptsFirstRun},
 	{"PinnedReadsWithoutPinning", testPinnedReadsWithoutPinning},
+	{"WeekPinsListsTheWeeksPins", testWeekPinsListsTheWeeksPins},
 	{"PinSnapshotPartial", testPinSnapshotPartial},
 	{"Repin", testRepin},
 	{"ObservedKeys", testObservedKeys},

@@ -87,3 +87,41 @@ func sendOne(t *testing.T, s *Store, key digest.Key, week digest.ISOWeek) {
 		t.Fatal(err, errs)
 	}
 }
+
+// "migrate --down-to" from a machine whose clock runs a day ahead still
+// sees a running run's lease as live: the server's clock says so. By its
+// own clock alone the lease had expired, and it rolled the schema back
+// under a run that was sending.
+func TestRollBackSeesLiveClaimsByTheServersClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	open := func(now func() time.Time) *Store {
+		s, err := Open(ctx, ledger.Config{DatabaseURL: url, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	run := open(time.Now)
+	if err := run.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	week := digest.WeekOf(time.Now(), time.UTC)
+	key := digest.Key("k1:" + strings.Repeat("ef", 32))
+	if res, err := run.Claim(ctx, []digest.ClaimRequest{{Keys: []digest.Key{key}, Fingerprint: "fp", Week: week, RunID: "r1", Lease: time.Hour}}); err != nil || res[0].Outcome != digest.OutcomeClaimed {
+		t.Fatalf("claim: %v %+v", err, res)
+	}
+	ahead := open(func() time.Time { return time.Now().Add(24 * time.Hour) })
+	sc, err := ahead.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ahead.MigrateDownTo(ctx, sc.Want-1); !errors.Is(err, ledger.ErrLiveClaims) {
+		t.Fatalf("roll back from a clock a day ahead under a live claim: %v; want ErrLiveClaims", err)
+	}
+	if after, err := run.Schema(ctx); err != nil || after.Have != sc.Have {
+		t.Fatalf("schema %+v, %v after the refusal; want %d, untouched", after, err, sc.Have)
+	}
+}

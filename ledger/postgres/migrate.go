@@ -69,6 +69,9 @@ func (s *Store) migrateTo(ctx context.Context, version int64) (err error) {
 // their partitions while either runs more often than partitionWeeksAhead
 // weeks apart.
 func (s *Store) ensurePartitionsAhead(ctx context.Context) {
+	// The process's clock is enough here: it decides nothing a receipt
+	// depends on, only which partitions are made ahead; a run makes its
+	// own week's (StartWeek) whatever this clock says.
 	w := digest.WeekOf(s.now(), time.UTC).Prev()
 	for range partitionWeeksAhead + 2 {
 		s.ensurePartitionLogged(ctx, w)

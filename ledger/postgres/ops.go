@@ -170,7 +170,8 @@ func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from,
 	return err
 }
 
-// Counts counts a week's receipts by state.
+// Counts counts a week's receipts by state. The ages it reports are by
+// the process's clock: a figure for status and alerts, not a decision.
 func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Counts, err error) {
 	defer classify(&err)
 	now := s.nowUTC()

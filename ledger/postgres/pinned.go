@@ -75,3 +75,21 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// WeekPins returns every pin of week (digest.WeekReceipts).
+func (s *Store) WeekPins(ctx context.Context, week digest.ISOWeek) (_ []digest.SnapshotPin, err error) {
+	defer classify(&err)
+	rows, err := s.pool.Query(ctx, weekPinsSQL, week.String())
+	if err != nil {
+		return nil, fmt.Errorf("pins of %s: %w", week, err)
+	}
+	pins, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (digest.SnapshotPin, error) {
+		p := digest.SnapshotPin{Week: week}
+		err := row.Scan(&p.Type, &p.Version)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pins of %s: %w", week, err)
+	}
+	return pins, nil
+}

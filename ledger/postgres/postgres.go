@@ -31,6 +31,7 @@ var (
 	pinSnapshotSQL  = queries.Get("PinSnapshot")
 	countByKeyIDSQL = queries.Get("CountByKeyID")
 	pinnedSQL       = queries.Get("Pinned")
+	weekPinsSQL     = queries.Get("WeekPins")
 	repinSQL        = queries.Get("Repin")
 	observedKeysSQL = queries.Get("ObservedKeys")
 )

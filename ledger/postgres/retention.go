@@ -294,7 +294,12 @@ func collectWeeks(rows pgx.Rows, res *ledger.PruneResult) error {
 }
 
 // StartWeek records the start of a run of pin, creates the week's
-// partition of receipts if it can, and returns the week's tombstone. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
+// partition of receipts if it can, and returns the week's tombstone.
+// The start is at, by the run's clock, which a prune compares with its
+// cutoff by the server's: the run's clock stays because a prune cuts
+// OlderThan (at least the 14-day floor of the replay horizon) back, so
+// only a run whose clock is weeks behind would record a start older than
+// the cutoff; and the contract suite's fake clocks drive it. The insert takes week_runs' ROW EXCLUSIVE lock, which waits
 // for a prune under way; the read after it is a new statement and sees
 // what that prune wrote.
 func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.Time) (_ *digest.PruneTombstone, err error) {

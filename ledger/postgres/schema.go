@@ -34,7 +34,8 @@ func (s *Store) Schema(ctx context.Context) (_ ledger.Schema, err error) {
 }
 
 // liveClaims refuses a roll-back while receipts are claimed under leases
-// that have not expired.
+// that have not expired, by the earlier of the store's clock and the
+// server's (see LiveClaims in sql/schema.sql).
 func (s *Store) liveClaims(ctx context.Context) error {
 	var n int64
 	if err := s.pool.QueryRow(ctx, queries.Get("LiveClaims"), s.clockArg()).Scan(&n); err != nil {

@@ -65,3 +65,17 @@ func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek) (_ map[di
 	}
 	return out, rows.Err()
 }
+
+// WeekPins returns every pin of week (digest.WeekReceipts).
+func (s *Store) WeekPins(ctx context.Context, week digest.ISOWeek) (_ []digest.SnapshotPin, err error) {
+	defer classify(&err)
+	pins, err := queryAll(ctx, s.db, func(row rowScanner) (digest.SnapshotPin, error) {
+		p := digest.SnapshotPin{Week: week}
+		err := row.Scan(&p.Type, &p.Version)
+		return p, err
+	}, weekPinsSQL, week.String())
+	if err != nil {
+		return nil, fmt.Errorf("pins of %s: %w", week, err)
+	}
+	return pins, nil
+}

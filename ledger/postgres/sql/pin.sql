@@ -24,6 +24,10 @@ SELECT key_id, count(*) FROM receipts WHERE iso_week = $1 GROUP BY key_id;
 SELECT as_of, zone, key_id, partial, repinned_from FROM snapshot_pins
 WHERE digest_type = $1 AND iso_week = $2 AND version = $3;
 
+-- name: WeekPins
+-- The pins (type, version) of week $1: receipts do not say which a key is of.
+SELECT digest_type, version FROM snapshot_pins WHERE iso_week = $1;
+
 -- name: Repin
 -- Moves the cutoff of pin ($1 type, $2 week, $3 version) forward to $4,
 -- made whole (not partial), at $5, detail $6: "digest repin". Only

@@ -21,6 +21,10 @@ SELECT key_id, count(*) FROM receipts WHERE iso_week = ?1 GROUP BY key_id;
 SELECT as_of, zone, key_id, partial, repinned_from FROM snapshot_pins
 WHERE digest_type = ?1 AND iso_week = ?2 AND version = ?3;
 
+-- name: WeekPins
+-- The pins (type, version) of week ?1: receipts do not say which a key is of.
+SELECT digest_type, version FROM snapshot_pins WHERE iso_week = ?1;
+
 -- name: Repin
 -- See the PostgreSQL edition: forward only, or a partial pin made whole.
 UPDATE snapshot_pins SET repinned_from = as_of, as_of = ?4, partial = 0, repinned_at = ?5, repin_detail = ?6

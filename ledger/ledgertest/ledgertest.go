@@ -83,6 +83,7 @@ var tests = []test{
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
+	{"RecordExpectation", testRecordExpectation},
 	{"NoCustomerData", testNoCustomerData},
 	{"WeekKeysAndStates", testWeekKeysAndStates},
 	{"SuppressIsIdempotentAndRecorded", testSuppressIsIdempotentAndRecorded},

@@ -84,6 +84,7 @@ var tests = []test{
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"RecordExpectation", testRecordExpectation},
+	{"CountsFollowEveryChange", testCountsFollowEveryChange},
 	{"NoCustomerData", testNoCustomerData},
 	{"WeekKeysAndStates", testWeekKeysAndStates},
 	{"SuppressIsIdempotentAndRecorded", testSuppressIsIdempotentAndRecorded},

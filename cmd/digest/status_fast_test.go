@@ -6,7 +6,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -287,5 +291,44 @@ func TestStatusCountsFromTheLedgerAfterARun(t *testing.T) {
 	w.vars["DIGEST_HMAC_KEYS"] = "k2:AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
 	if from := w.status(""); !strings.Contains(from, "keyring") {
 		t.Fatalf("with another keyring: counted from %s", from)
+	}
+}
+
+// failingSource fails every read: what computeStatus must not need after
+// the runs recorded their reads.
+type failingSource struct{}
+
+func (failingSource) Records(context.Context, digest.SourceQuery) iter.Seq2[digest.Record, error] {
+	return func(yield func(digest.Record, error) bool) { yield(digest.Record{}, errors.New("the source was read")) }
+}
+
+// The week state each run pushes (pushWeekOf: computeStatus of the whole
+// week, q.full unset) counts from the ledger once the runs recorded their
+// reads: it does not read the source.
+func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
+	t.Parallel()
+	w := newStatusWorld(t, 7, 30)
+	for i := range 2 {
+		w.run("--shard", fmt.Sprintf("%d/2", i))
+	}
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, ledger.Config{Path: w.vars["DIGEST_LEDGER_PATH"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	keys, err := digest.ParseKeyring(testKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := statusQuery{spec: digest.Spec{Week: isoWeek48, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
+		settle: 4 * time.Hour, keys: keys, now: time.Now()}
+	ws, _, _, err := computeStatus(ctx, store, failingSource{}, q)
+	if err != nil || ws.CountedFrom != countedFromLedger || ws.Verdict != verdictComplete {
+		t.Fatalf("the week's status after its runs: %+v, %v; want complete, counted from the ledger without the source", ws, err)
+	}
+	q.full = true
+	if _, _, _, err := computeStatus(ctx, store, failingSource{}, q); err == nil {
+		t.Fatal("--customers did not read the source")
 	}
 }

@@ -86,6 +86,12 @@ type Store interface {
 	// LastRun returns what RecordRunEnd last recorded for pin, and false
 	// when no run of pin has ended yet.
 	LastRun(ctx context.Context, pin digest.SnapshotPin) (RunEnd, bool, error)
+	// RecordExpectation records what a run's read of pin's shard e.Shard
+	// found, replacing what an earlier read of that shard recorded.
+	RecordExpectation(ctx context.Context, pin digest.SnapshotPin, e Expectation) error
+	// Expectations returns pin's recorded expectations, every shard, and
+	// whether the week holds other pins or observations.
+	Expectations(ctx context.Context, pin digest.SnapshotPin) (WeekExpectations, error)
 	// Repeats reports how soon observed keys came again (observe mode).
 	Repeats(ctx context.Context, week digest.ISOWeek, horizon time.Duration) (RepeatReport, error)
 	// WeekKeys returns the keys of week's receipts in state, in key order,

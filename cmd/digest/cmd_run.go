@@ -19,6 +19,7 @@ import (
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/smtp"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 const runHelp = `Usage: digest run [--week YYYY-Www] [--mode enforce|observe] [--snapshot FILE.jsonl]
@@ -180,7 +181,8 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer closeSource()
 
-	r := &run.Runner{Ledger: store, Source: source, Keyring: keyring, Renderer: renderer, Config: cfg}
+	read, reader := weekstatus.NewReader(source, cfg.Spec, cfg.SendEmpty)
+	r := &run.Runner{Ledger: store, Source: read, Keyring: keyring, Renderer: renderer, Config: cfg}
 	r.Unsubscribe = unsubscribeURI
 	var checks []checkResult
 	var checkErr error
@@ -227,6 +229,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	}
 	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
+	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
 	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
 	return err
 }

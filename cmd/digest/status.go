@@ -14,7 +14,7 @@ import (
 	"github.com/weeklydigest/digest/weekstatus"
 )
 
-const statusHelp = `Usage: digest status [--week YYYY-Www] [--snapshot FILE.jsonl] [--shard I/N] [--send-empty] [--json]
+const statusHelp = `Usage: digest status [--week YYYY-Www] [--snapshot FILE.jsonl] [--shard I/N] [--send-empty] [--customers] [--json]
 
 Answers "is this week done?": every customer of the week is accounted for.
 Reads the source as the week's pin says (its as_of cutoff and zone;
@@ -30,6 +30,21 @@ complete only when every customer is decided and nothing needs review.
 A partial cutoff (run --early-cutoff), or an early pin an older version
 made, is shown with the activity rows and customers it left out; the way
 out is "digest repin" (docs/operations.md).
+
+How it counts: each run records what its read of the source found for
+its shard (the digests the pinned snapshot yields, the customers
+suppressed, empty or not built, and the receipts of those not sent to),
+and status compares that with the ledger's counts by state: a few small
+queries whatever the size of the week. Where that cannot prove the
+count (no run recorded every shard of the pin as it is, after a repin or
+a keyring change, a partial cutoff, a pruned week, records not built,
+another digest type in the week, customers without a receipt in a week
+with observations, one shard of a week not settled in one state), or
+with --customers, it reads the source and matches every customer to its
+receipt by key; "counted from" says which, and why. The recorded reads
+are the source as the last run of each shard saw it: a change to
+digest_customers or digest_activity since is seen by the next run, or by
+--customers.
 
 It also counts the digests a run would send: built, not empty (unless
 --send-empty, as given to the run), not suppressed, in --shard if given.
@@ -58,7 +73,8 @@ ended_at; null before any run), week_end, cutoff (end + settle),
 partial_cutoff, early_pin, repinned_from, excluded_rows and
 excluded_customers (null when the pin is not early), customers (by
 outcome), undecided, next_command, verdict (complete, remaining,
-partial_cutoff, needs_review or not_run_yet) and exit_code.
+partial_cutoff, needs_review or not_run_yet), exit_code, counted_from
+(ledger or source) and source_reason (why the source was read).
 
 With DIGEST_PUSHGATEWAY_URL set, status pushes the week's state (job
 digest_week; docs/operations.md, "Week state").
@@ -82,6 +98,12 @@ const (
 	verdictReview    = weekstatus.VerdictReview
 	verdictNotRun    = weekstatus.VerdictNotRun
 	verdictPartial   = weekstatus.VerdictPartial
+)
+
+// Where status counted the customers from (its JSON's counted_from).
+const (
+	countedFromLedger = "ledger"
+	countedFromSource = "source"
 )
 
 // weekStatus is what status reports; its JSON field names are stable.
@@ -116,6 +138,12 @@ type weekStatus struct {
 	NextCommand       string            `json:"next_command"`
 	Verdict           string            `json:"verdict"`
 	ExitCode          int               `json:"exit_code"`
+	// CountedFrom says where the customers' outcomes came from: the
+	// ledger (the runs' recorded reads against the ledger's counts) or
+	// the source (every customer read and matched to its receipt);
+	// SourceReason says why the source was read.
+	CountedFrom  string `json:"counted_from"`
+	SourceReason string `json:"source_reason,omitempty"`
 
 	cutoffOpen bool // the partial or early cutoff left activity out, or may yet
 }
@@ -128,6 +156,7 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	shard := fs.String("shard", "", "I/N: only the digests of shard I of N; /N takes I from $JOB_COMPLETION_INDEX")
 	sendEmpty := fs.Bool("send-empty", false, "count digests of customers with no activity, as a run given --send-empty sends them")
 	asJSON := fs.Bool("json", false, "print one JSON object (for scripts) instead of a table")
+	full := fs.Bool("customers", false, "read every customer from the source and match it to its receipt, instead of comparing the runs' recorded reads with the ledger's counts")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
@@ -171,7 +200,7 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	defer closeSource()
 
 	q := statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		settle: settle, shard: sh, sendEmpty: *sendEmpty, keys: keys, now: env.now()}
+		settle: settle, shard: sh, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
 	ws, c, stones, err := computeStatus(ctx, store, source, q)
 	if err != nil {
 		return err
@@ -345,6 +374,11 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 		fmt.Fprintf(tw, "last run\t%s, %s, shard %s, exit %d, run %s\n", r.EndedAt.UTC().Format(time.RFC3339), r.Mode, r.Shard, r.ExitCode, r.RunID)
 	} else {
 		fmt.Fprintf(tw, "last run\t-\n")
+	}
+	if ws.CountedFrom == countedFromSource {
+		fmt.Fprintf(tw, "counted from\tsource (%s)\n", ws.SourceReason)
+	} else {
+		fmt.Fprintf(tw, "counted from\tledger (the runs' recorded reads of the source)\n")
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", ws.Verdict)
 	if ws.NextCommand != "" {

@@ -21,13 +21,17 @@ type statusQuery struct {
 	sendEmpty bool
 	keys      *digest.Keyring
 	now       time.Time
+	full      bool // read every customer from the source (status --customers)
 }
 
-// computeStatus accounts for every customer of the week: it reads the
-// source as of the week's pin (or, unpinned, as of its cutoff or now if
-// earlier), the week's receipts and observed keys, and matches each
-// customer's digest to its receipt by key. It reads the week's receipts
-// and observed keys into memory once (one map entry per receipt).
+// computeStatus accounts for every customer of the week. Unless q.full,
+// it first compares what the runs recorded of their reads of the source
+// (ledger.Expectation) with the ledger's counts (fastCount): a few small
+// queries whatever the size of the week. Where that cannot prove the
+// count, and with q.full, it reads the source as of the week's pin (or,
+// unpinned, as of its cutoff or now if earlier), the week's receipts and
+// observed keys, and matches each customer's digest to its receipt by key
+// (one map entry per receipt).
 func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekStatus, ledger.Counts, []digest.PruneTombstone, error) {
 	w := q.spec.Week
 	ws := &weekStatus{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
@@ -40,7 +44,7 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 	if q.now.Before(latest) {
 		latest = q.now
 	}
-	asOf, kr := latest, q.keys
+	asOf, kr, keyPinned := latest, q.keys, false
 	if pinned {
 		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
 		asOf = pin.AsOf
@@ -49,7 +53,7 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 			ws.RepinnedFrom = &pin.RepinnedFrom
 		}
 		if k, ok := q.keys.Pinned(pin.KeyID); ok {
-			kr = k
+			kr, keyPinned = k, pin.KeyID != ""
 		}
 	}
 	stones, err := store.Tombstones(ctx, digest.ISOWeek{})
@@ -57,6 +61,47 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 		return nil, ledger.Counts{}, nil, err
 	}
 	ws.pruned(stones)
+	c, err := store.Counts(ctx, w)
+	if err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	why := "--customers: every customer read from the source"
+	if !q.full {
+		why = "the week is not pinned"
+		switch {
+		case !pinned:
+		case !keyPinned:
+			why = "the pin's key is not in the keyring (or the pin has no key id)"
+		case ws.PartialCutoff || ws.EarlyPin || latest.After(asOf):
+			why = "the cutoff is partial or early: what it excluded is read from the source"
+		case ws.Pruned:
+			why = "the week was pruned"
+		default:
+			ex, err := store.Expectations(ctx, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version})
+			if err != nil {
+				return nil, ledger.Counts{}, nil, err
+			}
+			var ft fastTally
+			ft, why = fastCount(fastInput{pin: pin, zone: spec.Location.String(), shard: q.shard, sendEmpty: q.sendEmpty, ex: ex, counts: c})
+			if why == "" {
+				ws.CountedFrom = countedFromLedger
+				ws.Customers = weekstatus.Counts{}
+				for _, o := range weekstatus.Outcomes {
+					ws.Customers[o] = ft.customers[o]
+				}
+				ws.Expected = &ft.expected
+				if !q.shard.All() {
+					c.ByState = ft.receiptStates
+				}
+				ws.settle(c)
+				return ws, c, stones, nil
+			}
+		}
+	}
+	ws.CountedFrom, ws.SourceReason = countedFromSource, why
 	receipts, err := weekReceipts(ctx, store, w)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
@@ -83,15 +128,8 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 		ws.ExcludedRows, ws.ExcludedCustomers = &tl.ExcludedRows, &tl.ExcludedCustomers
 		ws.cutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
 	}
-	c, err := store.Counts(ctx, w)
-	if err != nil {
-		return nil, ledger.Counts{}, nil, err
-	}
 	if !q.shard.All() {
 		c.ByState = tl.ReceiptStates // the shard's digests', matched by key
-	}
-	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
-		return nil, ledger.Counts{}, nil, err
 	}
 	ws.settle(c)
 	return ws, c, stones, nil

@@ -21,7 +21,7 @@ import (
 )
 
 // ledgerTables are the tables "digest migrate" creates for the ledger.
-var ledgerTables = []string{"receipts", "receipt_events", "snapshot_pins", "observations", "prune_tombstones", "week_runs", "run_ends"}
+var ledgerTables = []string{"receipts", "receipt_events", "snapshot_pins", "observations", "prune_tombstones", "week_runs", "run_ends", "week_expectations", "week_state_counts"}
 
 // After sending, observing and quarantining a week, no text column of any
 // ledger table holds a seeded customer id, email address or name: the
@@ -107,7 +107,7 @@ func runtimeRole(t *testing.T, e *e2etest.Env) (name, password string) {
 		"CREATE ROLE " + r + " LOGIN PASSWORD '" + password + "'",
 		"GRANT USAGE ON SCHEMA " + s + " TO " + r,
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON " + s + ".receipts, " + s + ".receipt_events, " + s + ".snapshot_pins, " + s + ".observations, " +
-			s + ".prune_tombstones, " + s + ".week_runs, " + s + ".run_ends, " + s + ".suppressions, " + s + ".suppression_events TO " + r,
+			s + ".prune_tombstones, " + s + ".week_runs, " + s + ".run_ends, " + s + ".suppressions, " + s + ".suppression_events, " + s + ".week_expectations, " + s + ".week_state_counts TO " + r,
 		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + s + " TO " + r,
 		"GRANT SELECT ON " + s + ".digest_customers, " + s + ".digest_activity TO " + r,
 	}

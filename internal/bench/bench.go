@@ -289,7 +289,7 @@ func seed(ctx context.Context, cfg *Config, pool *pgxpool.Pool, res *Result, pro
 	} else {
 		progress("reusing %d seeded customers", have)
 	}
-	if _, err := pool.Exec(ctx, `TRUNCATE receipts, receipt_events, snapshot_pins, observations, prune_tombstones, week_runs, run_ends`); err != nil {
+	if _, err := pool.Exec(ctx, `TRUNCATE receipts, receipt_events, snapshot_pins, observations, prune_tombstones, week_runs, run_ends, week_expectations, week_state_counts`); err != nil {
 		return fmt.Errorf("bench: empty the ledger: %w", err)
 	}
 	return nil

@@ -202,7 +202,7 @@ func (c *UserConfig) setDefaults() error {
 var DefaultWeek = digest.ISOWeek{Year: 2026, Week: 48}
 
 // ledgerTables are emptied before each run, so each starts from nothing.
-const ledgerTables = `receipts, receipt_events, snapshot_pins, observations, prune_tombstones, week_runs, run_ends`
+const ledgerTables = `receipts, receipt_events, snapshot_pins, observations, prune_tombstones, week_runs, run_ends, week_expectations, week_state_counts`
 
 // MeasureUser seeds the week with "digest seed", starts a null SMTP
 // server process per sink, then, round after round and sink after sink,

@@ -84,6 +84,8 @@ var tests = []test{
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"RecordRunEnd", testRecordRunEnd},
+	{"RecordExpectation", testRecordExpectation},
+	{"CountsFollowEveryChange", testCountsFollowEveryChange},
 	{"NoCustomerData", testNoCustomerData},
 	{"WeekKeysAndStates", testWeekKeysAndStates},
 	{"SuppressIsIdempotentAndRecorded", testSuppressIsIdempotentAndRecorded},

@@ -24,6 +24,9 @@ var (
 	acknowledgeSQL        = queries.Get("Acknowledge")
 	insertEventSQL        = queries.Get("InsertEvent")
 	countByStateSQL       = queries.Get("CountByState")
+	oldestClaimedSQL      = queries.Get("OldestClaimed")
+	oldestRetryableSQL    = queries.Get("OldestRetryable")
+	dropWeekCountsSQL     = queries.Get("DropWeekCounts")
 	repeatsSQL            = queries.Get("Repeats")
 )
 
@@ -170,8 +173,11 @@ func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from,
 	return err
 }
 
-// Counts counts a week's receipts by state. The ages it reports are by
-// the process's clock: a figure for status and alerts, not a decision.
+// Counts counts a week's receipts by state, from the counters the
+// receipts' triggers keep in the same transaction as every change
+// (migration 00011), and reads the oldest claimed and retryable receipts'
+// times when there are any. The ages it reports are by the process's
+// clock: a figure for status and alerts, not a decision.
 func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Counts, err error) {
 	defer classify(&err)
 	now := s.nowUTC()
@@ -179,27 +185,32 @@ func (s *Store) Counts(ctx context.Context, week digest.ISOWeek) (_ ledger.Count
 	if err != nil {
 		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
-	defer rows.Close()
 	c := ledger.Counts{ByState: map[digest.State]int64{}}
-	for rows.Next() {
-		var (
-			state            string
-			n                int64
-			claimed, retried *time.Time
-		)
-		if err := rows.Scan(&state, &n, &claimed, &retried); err != nil {
+	var (
+		state string
+		n     int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+		c.ByState[digest.State(state)] = n
+		return nil
+	}); err != nil {
+		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
+	}
+	for _, o := range []struct {
+		state digest.State
+		sql   string
+		age   *time.Duration
+	}{{digest.StateClaimed, oldestClaimedSQL, &c.OldestClaimed}, {digest.StateRetryable, oldestRetryableSQL, &c.OldestRetryable}} {
+		if c.ByState[o.state] == 0 {
+			continue
+		}
+		var at *time.Time
+		if err := s.pool.QueryRow(ctx, o.sql, week.String()).Scan(&at); err != nil {
 			return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 		}
-		c.ByState[digest.State(state)] = n
-		if claimed != nil {
-			c.OldestClaimed = now.Sub(*claimed)
+		if at != nil {
+			*o.age = now.Sub(*at)
 		}
-		if retried != nil {
-			c.OldestRetryable = now.Sub(*retried)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return ledger.Counts{}, fmt.Errorf("counts %s: %w", week, err)
 	}
 	return c, nil
 }

@@ -231,7 +231,8 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 		"CREATE ROLE " + ident + " LOGIN",
 		"GRANT USAGE ON SCHEMA " + sch + " TO " + ident,
 		fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE ON %[1]s.receipts, %[1]s.receipt_events, %[1]s.snapshot_pins, "+
-			"%[1]s.observations, %[1]s.prune_tombstones, %[1]s.week_runs, %[1]s.run_ends TO %[2]s", sch, ident),
+			"%[1]s.observations, %[1]s.prune_tombstones, %[1]s.week_runs, %[1]s.run_ends, %[1]s.week_expectations, "+
+			"%[1]s.week_state_counts TO %[2]s", sch, ident),
 		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + sch + " TO " + ident,
 	} {
 		if _, err := owner.pool.Exec(ctx, stmt); err != nil {

@@ -232,9 +232,16 @@ func (s *Store) dropPartitions(ctx context.Context, p ledger.PruneRequest) ([]le
 			if _, err := tx.Exec(ctx, fmt.Sprintf(dropPartitionSQL, name)); err != nil {
 				return err
 			}
+			var gone []string
 			for _, w := range pw {
 				weeks, counts = append(weeks, w.Week), append(counts, w.Receipts)
 				dropped = append(dropped, ledger.PrunedWeek{Week: w.Week, Receipts: w.Receipts, Dropped: true})
+				gone = append(gone, w.Week)
+			}
+			// A dropped partition fires no delete trigger: its weeks'
+			// counters go with it.
+			if _, err := tx.Exec(ctx, dropWeekCountsSQL, gone); err != nil {
+				return err
 			}
 		}
 		_, err = tx.Exec(ctx, tombstoneWeeksSQL, weeks, counts, s.nowUTC())

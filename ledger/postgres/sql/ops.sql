@@ -69,11 +69,24 @@ UPDATE receipts SET previous_state = state, state = 'acknowledged',
 WHERE key = $1;
 
 -- name: CountByState
--- Week $1's receipts by state, with the oldest claimed one's last attempt
--- and the oldest retryable one's last change.
-SELECT state, count(*),
-    min(last_attempt_at) FILTER (WHERE state = 'claimed'), min(updated_at) FILTER (WHERE state = 'retryable')
-FROM receipts WHERE iso_week = $1 GROUP BY state;
+-- Week $1's receipts by state, from the counters the receipts' triggers
+-- keep (migration 00011): a few rows whatever the size of the week.
+SELECT state, sum(n)::bigint FROM week_state_counts WHERE iso_week = $1
+GROUP BY state HAVING sum(n) <> 0;
+
+-- name: OldestClaimed
+-- The last attempt of week $1's oldest claimed receipt (read only when
+-- there is one: it scans the week's partition).
+SELECT min(last_attempt_at) FROM receipts WHERE iso_week = $1 AND state = 'claimed';
+
+-- name: OldestRetryable
+-- The last change of week $1's oldest retryable receipt (through the
+-- receipts_attention index).
+SELECT min(updated_at) FROM receipts WHERE iso_week = $1 AND state = 'retryable';
+
+-- name: DropWeekCounts
+-- The counters of weeks $1, whose partitions prune dropped.
+DELETE FROM week_state_counts WHERE iso_week = ANY($1::text[]);
 
 -- name: Repeats
 -- The gaps between consecutive observations of each key of week $1 ('' all

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/weekstatus"
+)
+
+// recordExpectation records what the run's last complete read of its
+// shard found (weekstatus.Reader) as the week's expectation for that
+// shard, with the receipts of its suppressed and empty customers by state
+// (ledger.Expectation's Ghosts), so that status can compare it with the
+// ledger's counts instead of reading the source. Nothing is recorded when
+// the run read no whole shard, or read it as of another cutoff or zone
+// than the week's pin, or the pin's key is not in the keyring. A failure
+// is logged: the run's result stands, and status reads the source.
+func recordExpectation(ctx context.Context, env *Env, log *slog.Logger, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, cfg *run.Config) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
+	defer cancel()
+	if err := writeExpectation(ctx, store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now()); err != nil {
+		log.Warn("record the run's expectation for status (status will read the source)", "err", err)
+	}
+}
+
+// writeExpectation is recordExpectation's work.
+func writeExpectation(ctx context.Context, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time) error {
+	r, ok := rd.Last()
+	if !ok || keys == nil {
+		return nil // no whole shard read (interrupted, refused, or a retry of listed customers only)
+	}
+	pin := digest.SnapshotPin{Type: spec.Type, Week: spec.Week, Version: spec.Version}
+	wp, pinned, err := store.Pinned(ctx, pin)
+	if err != nil || !pinned {
+		return err // observe mode before any pin: status reads the source
+	}
+	kr, ok := keys.Pinned(wp.KeyID)
+	if wp.KeyID == "" || !ok || !r.AsOf.Equal(wp.AsOf) || (wp.Zone != "" && wp.Zone != r.Zone) {
+		return nil
+	}
+	ghosts, err := ghostStates(ctx, store, spec, kr, r.Others)
+	if err != nil {
+		return err
+	}
+	return store.RecordExpectation(ctx, pin, ledger.Expectation{Shard: r.Shard.String(), AsOf: wp.AsOf, Zone: r.Zone, KeyID: wp.KeyID,
+		SendEmpty: sendEmpty, Send: r.Send, Suppressed: r.Suppress, Empty: r.Empty, NotBuilt: r.NotBuilt, Ghosts: ghosts,
+		RunID: runID, RecordedAt: now})
+}
+
+// ghostStates counts, by state, the receipts of the week under the
+// candidate keys of customers (the pinned key id first, as status matches
+// them), a page of keys at a time.
+func ghostStates(ctx context.Context, store ledger.Store, spec digest.Spec, kr *digest.Keyring, customers []string) (map[digest.State]int64, error) {
+	out := map[digest.State]int64{}
+	const page = 1000
+	for chunk := range slices.Chunk(customers, page) {
+		cands := make([][]digest.Key, len(chunk))
+		var keys []digest.Key
+		for i, id := range chunk {
+			cands[i] = kr.Candidates(digest.Identity{Customer: id, Week: spec.Week, Type: spec.Type, Version: spec.Version})
+			keys = append(keys, cands[i]...)
+		}
+		states, err := store.WeekStates(ctx, spec.Week, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, cs := range cands {
+			for _, k := range cs {
+				if s, ok := states[k]; ok {
+					out[s]++
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// terminal are the states a receipt of a customer no run sends never
+// leaves (no run claims it, no review command takes it): recorded ghosts
+// in them stay where they were counted.
+var terminal = []digest.State{digest.StateSent, digest.StateFailed, digest.StateAcknowledged}
+
+// fastInput is what the fast count compares.
+type fastInput struct {
+	pin       digest.WeekPin
+	zone      string
+	shard     digest.Shard
+	sendEmpty bool
+	ex        ledger.WeekExpectations
+	counts    ledger.Counts // the week's receipts by state (every type and version)
+}
+
+// fastTally is the fast count's result: what weekstatus.Count would say.
+type fastTally struct {
+	customers     weekstatus.Counts
+	expected      int64
+	receiptStates map[digest.State]int64 // the shard's matched receipts; nil for the whole week
+}
+
+// fastCount accounts for every customer of the week, or of one shard,
+// from the recorded expectations and the ledger's counts, or says why it
+// cannot prove the count (then status reads the source). It proves it
+// when the expectations of a set of shards that covers the week were
+// recorded for the pin as it is (as_of, zone, key id, --send-empty), from
+// reads that built every record, left no receipt under another key id,
+// and found the receipts of customers that are not sent in terminal
+// states only; the week holds no other pin and is not pruned. Then each
+// receipt of the week is one Send customer's, except the recorded ghosts,
+// and the Send customers without one are S − R: pending, or, with
+// observations in the week, not told apart from observed (it refuses).
+// One shard's split needs the week settled: every Send customer matched,
+// all matched receipts in one state.
+func fastCount(in fastInput) (fastTally, string) {
+	set, why := expectationSet(in)
+	if why != "" {
+		return fastTally{}, why
+	}
+	var send, suppressed, empty int64
+	ghosts := map[digest.State]int64{}
+	for _, e := range set {
+		if e.NotBuilt > 0 {
+			return fastTally{}, fmt.Sprintf("shard %s had %d records not built: their receipts are not counted", e.Shard, e.NotBuilt)
+		}
+		if e.OtherKeyIDs > 0 {
+			return fastTally{}, fmt.Sprintf("%d receipts of the week are under another key id than the pin's", e.OtherKeyIDs)
+		}
+		for s, n := range e.Ghosts {
+			if n < 0 || n > 0 && !slices.Contains(terminal, s) {
+				return fastTally{}, fmt.Sprintf("%d receipts of customers not sent to are %s (shard %s)", n, s, e.Shard)
+			}
+			ghosts[s] += n
+		}
+		send, suppressed, empty = send+e.Send, suppressed+e.Suppressed, empty+e.Empty
+	}
+	matched := map[digest.State]int64{}
+	var receipts int64
+	for s, n := range in.counts.ByState {
+		m := n - ghosts[s]
+		if m < 0 {
+			return fastTally{}, fmt.Sprintf("fewer %s receipts (%d) than recorded for customers not sent to (%d)", s, n, ghosts[s])
+		}
+		if m > 0 {
+			matched[s] = m
+		}
+		receipts += m
+	}
+	for s, n := range ghosts {
+		if n > 0 && in.counts.ByState[s] < n {
+			return fastTally{}, fmt.Sprintf("fewer %s receipts than recorded for customers not sent to", s)
+		}
+	}
+	unmatched := send - receipts
+	if unmatched < 0 {
+		return fastTally{}, fmt.Sprintf("%d receipts for %d expected digests", receipts, send)
+	}
+	if unmatched > 0 && in.ex.Observed {
+		return fastTally{}, "customers without a receipt in a week with observations: observed or pending"
+	}
+	t := fastTally{customers: weekstatus.Counts{}, expected: send}
+	if !in.shard.All() {
+		return shardCount(in.shard, set, matched, unmatched)
+	}
+	for s, n := range matched {
+		t.customers[weekstatus.OfReceipt(&weekstatus.Receipt{State: s}, false, false)] += n
+	}
+	t.customers[weekstatus.Pending] += unmatched
+	t.customers[weekstatus.Suppressed] += suppressed
+	t.customers[weekstatus.SkippedEmpty] += empty
+	return t, ""
+}
+
+// shardCount splits a settled week's count to one shard: every Send
+// customer of the week has its receipt, all in one state, so the shard's
+// Send customers have theirs in it.
+func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.State]int64, unmatched int64) (fastTally, string) {
+	if unmatched > 0 || len(matched) > 1 {
+		return fastTally{}, "one shard of a week not settled in one state: its receipts are not told apart from the other shards'"
+	}
+	i := slices.IndexFunc(set, func(e ledger.Expectation) bool { return e.Shard == sh.String() })
+	if i < 0 {
+		return fastTally{}, "no expectation recorded for shard " + sh.String()
+	}
+	e := set[i]
+	t := fastTally{customers: weekstatus.Counts{}, expected: e.Send, receiptStates: map[digest.State]int64{}}
+	for s := range matched {
+		t.customers[weekstatus.OfReceipt(&weekstatus.Receipt{State: s}, false, false)] += e.Send
+		t.receiptStates[s] = e.Send
+	}
+	if e.Send > 0 && len(matched) == 0 {
+		return fastTally{}, "expected digests and no receipt"
+	}
+	t.customers[weekstatus.Suppressed] += e.Suppressed
+	t.customers[weekstatus.SkippedEmpty] += e.Empty
+	return t, ""
+}
+
+// expectationSet returns the recorded expectations of a set of shards that
+// covers the week, each recorded for the pin as it is: "all", or every
+// shard I/N of one N (N of the queried shard, for one shard), no read of
+// another shard layout newer than the set's oldest.
+func expectationSet(in fastInput) ([]ledger.Expectation, string) {
+	if in.ex.OtherPins > 0 {
+		return nil, "the week has another digest type or version: receipts carry neither"
+	}
+	bySize := map[int][]ledger.Expectation{}
+	stale := 0
+	for _, e := range in.ex.Rows {
+		if !e.AsOf.Equal(in.pin.AsOf) || e.KeyID != in.pin.KeyID || e.Zone != in.zone || e.SendEmpty != in.sendEmpty {
+			stale++
+			continue
+		}
+		n := 1
+		if e.Shard != "all" {
+			var err error
+			if _, after, ok := strings.Cut(e.Shard, "/"); ok {
+				n, err = strconv.Atoi(after)
+			}
+			if err != nil || n < 2 {
+				continue
+			}
+		}
+		bySize[n] = append(bySize[n], e)
+	}
+	var best []ledger.Expectation
+	for n, rows := range bySize {
+		if len(rows) != n || !in.shard.All() && n != in.shard.Count {
+			continue
+		}
+		oldest := rows[0].RecordedAt
+		for _, e := range rows {
+			if e.RecordedAt.Before(oldest) {
+				oldest = e.RecordedAt
+			}
+		}
+		// The set must hold the newest reads: a read of another shard
+		// layout recorded after one of the set's saw the source later,
+		// perhaps changed.
+		newer := slices.ContainsFunc(in.ex.Rows, func(e ledger.Expectation) bool {
+			return e.RecordedAt.After(oldest) && !slices.ContainsFunc(rows, func(r ledger.Expectation) bool { return r.Shard == e.Shard })
+		})
+		if !newer {
+			best = rows
+		}
+	}
+	if best == nil {
+		if stale > 0 {
+			return nil, "the recorded expectations are of another cutoff, key, zone or --send-empty than the week's pin (repinned, or a new keyring): a run records new ones"
+		}
+		return nil, "no run recorded what it read for every shard of the pin, after the newest read of another shard layout"
+	}
+	return best, ""
+}

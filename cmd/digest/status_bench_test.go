@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/pgtest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/postgres"
+	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/snapshot"
+)
+
+// BenchmarkStatus times "digest status" on a PostgreSQL week of N
+// customers (DIGEST_STATUS_BENCH_N, default 2,000) whose digests were all
+// sent, as eight shard runs leave it: counted from the ledger (the runs'
+// recorded reads against the receipts by state) and with --customers
+// (every customer read from the source and matched to its receipt, the
+// only way before), for the whole week and for one shard of 8; each
+// timed once, in-process (no process start), with the receipts' pages
+// as a run leaves them and again after VACUUM. docs/scaling.md has the
+// command and the figures:
+//
+//	DIGEST_STATUS_BENCH_N=1000000 go test -run '^$' -bench BenchmarkStatus -benchtime 1x -timeout 2h ./cmd/digest/
+//
+// The week is built without a run, at the speed of COPY: the source by
+// snapshot.Seed, a sent receipt per Send customer by COPY, and each
+// shard's expectation as its run records it (weekstatus.Reader over the
+// same read).
+func BenchmarkStatus(b *testing.B) {
+	n := 2000
+	if v := os.Getenv("DIGEST_STATUS_BENCH_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("DIGEST_STATUS_BENCH_N=%q: want a positive number", v)
+		}
+	}
+	ctx := context.Background()
+	url := pgtest.Schema(b)
+	vars := map[string]string{"DIGEST_DATABASE_URL": url, "DIGEST_HMAC_KEYS": testKeys, "DIGEST_LOG_LEVEL": "error"}
+	digestCmd := func(args ...string) (time.Duration, map[string]any) {
+		var out, errb bytes.Buffer
+		env := &Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
+		start := time.Now()
+		code := Main(ctx, args, env)
+		d := time.Since(start)
+		if code != ExitOK {
+			b.Fatalf("digest %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+		}
+		var st map[string]any
+		if strings.Contains(strings.Join(args, " "), "--json") {
+			if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return d, st
+	}
+	digestCmd("migrate")
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+
+	week := digest.ISOWeek{Year: 2026, Week: 48}
+	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	start := time.Now()
+	customers, rows, err := snapshot.Seed(ctx, pool, snapshot.Synthetic(n, week, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("source: %d customers, %d activity rows seeded in %v", customers, rows, time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	keys, err := digest.ParseKeyring(testKeys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pin := digest.SnapshotPin{Type: spec.Type, Week: week, Version: spec.Version}
+	wp, err := store.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: run.Cutoff(week, time.UTC, 4*time.Hour), Zone: "UTC", KeyID: keys.CurrentID()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS receipts_2026_w48 PARTITION OF receipts FOR VALUES IN ('2026-W48') WITH (fillfactor = 70)`); err != nil {
+		b.Fatal(err)
+	}
+	// One read of the source, as the eight shard runs read it: each
+	// shard's reading, and a sent receipt for each Send digest.
+	const shards = 8
+	src := snapshot.NewPostgres(pool, 0)
+	var readings [shards]struct{ send, suppressed, empty, notBuilt int64 }
+	now := time.Now().UTC()
+	var receipts [][]any
+	for rec, err := range src.Records(ctx, digest.SourceQuery{Week: week, Location: time.UTC, AsOf: wp.AsOf}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := &readings[digest.ShardOf(rec.Customer.ID, shards)]
+		d, v, _ := run.Classify(rec, spec, digest.Shard{}, false)
+		switch v {
+		case run.Send:
+			r.send++
+			receipts = append(receipts, []any{string(keys.Key(d.Identity)), keys.CurrentID(), "sent", d.Fingerprint(), 1, int64(len(receipts) + 1),
+				now, now, now, "bench", "bench", week.String(), now})
+		case run.Suppressed:
+			r.suppressed++
+		case run.Empty:
+			r.empty++
+		default:
+			r.notBuilt++
+		}
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"receipts"}, []string{"key", "key_id", "state", "fingerprint", "attempts", "claim_token",
+		"first_claimed_at", "last_attempt_at", "sent_at", "provider_ref", "run_id", "iso_week", "updated_at"}, pgx.CopyFromRows(receipts)); err != nil {
+		b.Fatal(err)
+	}
+	for i, r := range readings {
+		e := ledger.Expectation{Shard: digest.Shard{Index: i, Count: shards}.String(), AsOf: wp.AsOf, Zone: "UTC", KeyID: wp.KeyID,
+			Send: r.send, Suppressed: r.suppressed, Empty: r.empty, NotBuilt: r.notBuilt, RunID: fmt.Sprintf("bench-%d", i), RecordedAt: time.Now()}
+		if err := store.RecordExpectation(ctx, pin, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE receipts_2026_w48`); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("ledger: %d sent receipts and %d shard expectations written in %v", len(receipts), shards, time.Since(start).Round(time.Millisecond))
+
+	type mode struct {
+		name string
+		args []string
+		from string
+	}
+	modes := []mode{
+		{"week", nil, countedFromLedger},
+		{"shard", []string{"--shard", "3/8"}, countedFromLedger},
+	}
+	if os.Getenv("DIGEST_STATUS_BENCH_FULL") != "0" {
+		modes = append(modes, mode{"week-customers", []string{"--customers"}, countedFromSource},
+			mode{"shard-customers", []string{"--shard", "3/8", "--customers"}, countedFromSource})
+	}
+	b.ResetTimer()
+	for range b.N {
+		for _, vacuumed := range []bool{false, true} {
+			if vacuumed {
+				b.StopTimer()
+				if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) receipts_2026_w48`); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			fmt.Fprintf(os.Stderr, "counts plan (vacuumed %v):\n%s", vacuumed, explain(b, pool, countsSQL))
+			for _, m := range modes {
+				if vacuumed && m.from == countedFromSource {
+					continue // the source read dominates: once is enough
+				}
+				d, st := digestCmd(append([]string{"status", "--week", "2026-W48", "--json"}, m.args...)...)
+				if st["counted_from"] != m.from || st["verdict"] != "complete" {
+					b.Fatalf("%s: counted from %v (%v), verdict %v", m.name, st["counted_from"], st["source_reason"], st["verdict"])
+				}
+				name := m.name
+				if vacuumed {
+					name += "-vacuumed"
+				}
+				b.ReportMetric(d.Seconds(), "s/"+name)
+				b.Logf("status %s (%d receipts): %v", name, len(receipts), d.Round(time.Millisecond))
+			}
+		}
+	}
+}
+
+// countsSQL is the week's count by state status reads (ledger Counts).
+const countsSQL = `SELECT state, count(*) FROM receipts WHERE iso_week = '2026-W48' GROUP BY state`
+
+// explain returns the plan of query, run.
+func explain(b *testing.B, pool *pgxpool.Pool, query string) string {
+	b.StopTimer()
+	defer b.StartTimer()
+	rows, err := pool.Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+query)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			b.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	return plan.String()
+}

@@ -93,6 +93,11 @@ var tests = []test{
 	{"SchemaVersion", testSchemaVersion},
 	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
 	{"EndClaimsOfCrashedRuns", testEndClaimsOfCrashedRuns},
+	{"ProviderEventsRecordedOnce", testProviderEventsRecordedOnce},
+	{"SoftBounceStreak", testSoftBounceStreak},
+	{"EventEvidenceAndWatermark", testEventEvidenceAndWatermark},
+	{"ProviderEventsConcurrently", testProviderEventsConcurrently},
+	{"ProviderEventsValidated", testProviderEventsValidated},
 }
 
 // poolTests need Driver.Pool.

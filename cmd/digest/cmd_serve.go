@@ -6,8 +6,10 @@ import (
 	"strconv"
 
 	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/listen"
 	"github.com/weeklydigest/digest/unsubscribe"
+	"github.com/weeklydigest/digest/webhook"
 )
 
 const serveHelp = `Usage: digest serve [flags]
@@ -52,6 +54,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", serveHelp)
 	st := register(fs, env, gKeys, gLedger, gLog, gListen)
 	st.flags(fs, &st.UnsubscribeURL)
+	st.flags(fs, &st.SoftBounceWeeks)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -82,6 +85,10 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	softWeeks, err := st.positiveInt(&st.SoftBounceWeeks, 52)
+	if err != nil {
+		return err
+	}
 	keys, err := loadKeyring(st, log)
 	if err != nil {
 		return err
@@ -98,9 +105,11 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	var providers []webhook.Provider
 	svc, err := listen.New(listen.Config{
 		Ledger: store, Keys: keys, Tokens: tokens, Route: route, Metrics: metrics.NewServe(), Logger: log,
 		Rate: rate, Burst: burst, ClientIPHeader: st.ClientIPHeader,
+		Providers: providers, Events: store, EventPolicy: ledger.EventPolicy{SoftBounceWeeks: softWeeks},
 	})
 	if err != nil {
 		return err

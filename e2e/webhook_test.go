@@ -295,6 +295,8 @@ func TestAmbiguousSendReconciledFromWebhookEvents(t *testing.T) {
 	e.Set("DIGEST_SMTP_URL", "smtp://"+rl.addr+"?tls=none")
 	e.Set("DIGEST_LOOKUP_URL", "events:postmark")
 	e.Set("DIGEST_EVENTS_LAG", "1h")
+	e.Set("DIGEST_UNSUBSCRIBE_URL", unsubscribeTemplate)
+	e.Set("DIGEST_UNSUBSCRIBE_KEYS", unsubscribeKeys)
 	srv := startServe(t, e, withPostmarkWebhook(t))
 
 	// A look-up comes due the backoff (15 to 30s) after an ambiguous send:

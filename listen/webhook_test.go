@@ -92,7 +92,7 @@ func newWebhookWorld(t testing.TB, mod func(*listen.Config)) *webhookWorld {
 	log := &lockedWriter{}
 	w := newWorldTB(t, func(c *listen.Config) {
 		c.Providers = []webhook.Provider{fake}
-		c.Events = c.Ledger.(ledger.ProviderEvents)
+		c.Events = newWebhookEvents(c)
 		c.Logger = slog.New(slog.NewJSONHandler(log, nil))
 		if mod != nil {
 			mod(c)
@@ -100,6 +100,9 @@ func newWebhookWorld(t testing.TB, mod func(*listen.Config)) *webhookWorld {
 	})
 	return &webhookWorld{world: w, fake: fake, log: log}
 }
+
+// newWebhookEvents is the service's ledger as the events' ledger.
+func newWebhookEvents(c *listen.Config) ledger.ProviderEvents { return c.Ledger.(ledger.ProviderEvents) }
 
 // postEvents posts body to provider's webhook, signed or not.
 func (w *webhookWorld) postEvents(provider string, body any, signed bool, header ...string) (*http.Response, string) {

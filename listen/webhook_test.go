@@ -102,7 +102,9 @@ func newWebhookWorld(t testing.TB, mod func(*listen.Config)) *webhookWorld {
 }
 
 // newWebhookEvents is the service's ledger as the events' ledger.
-func newWebhookEvents(c *listen.Config) ledger.ProviderEvents { return c.Ledger.(ledger.ProviderEvents) }
+func newWebhookEvents(c *listen.Config) ledger.ProviderEvents {
+	return c.Ledger.(ledger.ProviderEvents)
+}
 
 // postEvents posts body to provider's webhook, signed or not.
 func (w *webhookWorld) postEvents(provider string, body any, signed bool, header ...string) (*http.Response, string) {

@@ -30,10 +30,21 @@ then stops taking connections and finishes the requests under way.
   GET <unsubscribe URL>   a small page in the language Accept-Language asks
                           for, with one button that POSTs; never unsubscribes
                           (link scanners fetch every URL of a message).
+  POST /webhooks/PROVIDER a mail provider's event webhook (postmark, ses,
+                          sendgrid, mailgun, resend: each served when its
+                          key file is set). Verified (401 when not), read
+                          (400, 413, 415 when not its payload), then each
+                          event naming a digest key or an address recorded
+                          before the 200: hard bounces, complaints and the
+                          provider's unsubscribes suppress the address, soft
+                          bounces in DIGEST_SOFT_BOUNCE_WEEKS consecutive
+                          ISO weeks too; replays are ignored. 503 when the
+                          ledger fails: the provider retries.
   GET /healthz            200 while the process runs (liveness).
   GET /readyz             200 when the ledger answers, else 503 (readiness).
   GET /metrics            Prometheus metrics (digest_http_requests_total,
-                          digest_unsubscribes_total, ...).
+                          digest_unsubscribes_total,
+                          digest_webhook_requests_total, ...).
 
 DIGEST_UNSUBSCRIBE_URL must be https://host/path/{token}: the service
 answers on /path/. Unsubscribe requests are limited per client
@@ -54,7 +65,6 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", serveHelp)
 	st := register(fs, env, gKeys, gLedger, gLog, gListen)
 	st.flags(fs, &st.UnsubscribeURL)
-	st.flags(fs, &st.SoftBounceWeeks)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

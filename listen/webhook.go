@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,15 +145,16 @@ func (s *Service) webhookPost(w http.ResponseWriter, r *http.Request) {
 }
 
 // ledgerEvents turns a batch's events into what the ledger stores: the
-// address becomes its keys (the address itself goes no further), events
-// the job does not act on or that name neither a key nor an address are
-// counted and dropped. An event the ledger would refuse (a malformed key
-// or id) refuses the whole request before anything is recorded.
+// address becomes its keys (the address itself goes no further); events
+// the job does not act on (KindOther, or a kind it does not know) or that
+// name neither a key nor an address are counted and dropped. An event the
+// ledger would refuse (a malformed key or id) refuses the whole request
+// before anything is recorded.
 func (s *Service) ledgerEvents(provider string, in []webhook.Event) ([]ledger.ProviderEvent, int, error) {
 	out := make([]ledger.ProviderEvent, 0, len(in))
 	ignored := 0
 	for _, e := range in {
-		if e.Kind == webhook.KindOther {
+		if e.Kind == webhook.KindOther || !slices.Contains(ledger.EventKinds, ledger.EventKind(e.Kind)) {
 			ignored++
 			s.cfg.Metrics.ObserveIgnored(provider, "other")
 			continue

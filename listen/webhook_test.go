@@ -200,10 +200,11 @@ func TestWebhookRecordsEventsOnceAndSuppresses(t *testing.T) {
 		{ID: "e5", Kind: "soft_bounce", Address: "eve@example.com", At: at},
 		{ID: "e6", Kind: "other", Address: "ann@example.com", At: at},
 		{ID: "e7", Kind: "delivered", At: at},
+		{ID: "e8", Kind: "bounced_in_the_future", Address: "ann@example.com", At: at},
 	}}
 	res, body := w.postEvents("fake", batch, true)
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"recorded":5`) || !strings.Contains(body, `"ignored":2`) {
-		t.Fatalf("POST: %d %s; want 200, 5 recorded, 2 ignored", res.StatusCode, body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"recorded":5`) || !strings.Contains(body, `"ignored":3`) {
+		t.Fatalf("POST: %d %s; want 200, 5 recorded, 3 ignored", res.StatusCode, body)
 	}
 	for addr, want := range map[string]bool{"ann@example.com": false, "bob@example.com": true, "carol@example.com": true,
 		"dan@example.com": true, "eve@example.com": false} {
@@ -237,7 +238,7 @@ func TestWebhookRecordsEventsOnceAndSuppresses(t *testing.T) {
 		{"digest_webhook_events_total", map[string]string{"provider": "fake", "kind": "delivered"}, 1},
 		{"digest_webhook_events_total", map[string]string{"provider": "fake", "kind": "hard_bounce"}, 1},
 		{"digest_webhook_events_ignored_total", map[string]string{"provider": "fake", "reason": "replay"}, 5},
-		{"digest_webhook_events_ignored_total", map[string]string{"provider": "fake", "reason": "other"}, 2},
+		{"digest_webhook_events_ignored_total", map[string]string{"provider": "fake", "reason": "other"}, 4},
 		{"digest_webhook_events_ignored_total", map[string]string{"provider": "fake", "reason": "unnamed"}, 2},
 		{"digest_webhook_suppressions_total", map[string]string{"provider": "fake", "reason": "complaint"}, 1},
 	} {

@@ -147,7 +147,11 @@ func TestWebhooksAndOneClickSuppressTheNextWeek(t *testing.T) {
 		t.Fatalf("webhook without credentials: %d, want 401", code)
 	}
 	tampered := []byte(srv.local(t, forgedToken.uri))
-	tampered[len(tampered)-2] ^= 0x01
+	if c := &tampered[len(tampered)-2]; *c == 'A' {
+		*c = 'B'
+	} else {
+		*c = 'A'
+	}
 	if code := oneClick(t, string(tampered)); code != 404 {
 		t.Fatalf("forged token: %d, want 404", code)
 	}
@@ -161,8 +165,8 @@ func TestWebhooksAndOneClickSuppressTheNextWeek(t *testing.T) {
 		t.Fatalf("%d provider events, %v; want 3 (the repeated report once)", events, err)
 	}
 	var leaked int
-	if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM provider_events p FULL JOIN receipt_events r ON false
-		WHERE p.detail ~ '@' OR p.address_key ~ '@' OR r.detail ~ '@'`).Scan(&leaked); err != nil || leaked != 0 {
+	if err := e.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM provider_events WHERE detail ~ '@' OR address_key ~ '@' OR event_id ~ '@')
+		+ (SELECT count(*) FROM receipt_events WHERE detail ~ '@')`).Scan(&leaked); err != nil || leaked != 0 {
 		t.Fatalf("%d rows with an address, %v", leaked, err)
 	}
 

@@ -326,9 +326,14 @@ func TestAmbiguousSendReconciledFromWebhookEvents(t *testing.T) {
 	if second.Count(t, "reconciled") != reached || second.Count(t, "sent") != 0 || second.Count(t, "lookup_errors") < lost || second.Code != 3 {
 		t.Fatalf("second run: exit %d, %v; want %d reconciled from their events, the %d others still held", second.Code, second.Summary(t), reached, lost)
 	}
-	show := e.MustRun("events", "list").Stdout
-	if !strings.Contains(show, "postmark") {
-		t.Fatalf("events list:\n%s", show)
+	if list := e.MustRun("events", "list").Stdout; !strings.Contains(list, "postmark") {
+		t.Fatalf("events list:\n%s", list)
+	}
+	for key := range kept {
+		if show := e.MustRun("events", "show", "--provider", "postmark", "--key", string(key)).Stdout; !strings.Contains(show, "delivered") || !strings.HasSuffix(strings.TrimSpace(show), ": found") {
+			t.Fatalf("events show of a delivered key:\n%s", show)
+		}
+		break
 	}
 	// The operator checked Postmark's webhook log: nothing failed, no
 	// backlog; the events are complete up to now.

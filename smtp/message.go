@@ -1,6 +1,7 @@
 package smtp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,15 @@ const (
 	HeaderMailpitTags = "X-Tags"
 	// HeaderPostmarkKey is Postmark's metadata field "digest-key".
 	HeaderPostmarkKey = "X-PM-Metadata-digest-key"
+	// HeaderSendGridAPI is SendGrid's X-SMTPAPI: its unique_args
+	// "digest_key" comes back in every event of the Event Webhook.
+	HeaderSendGridAPI = "X-SMTPAPI"
+	// HeaderMailgunVariables is Mailgun's: its "digest_key" comes back in
+	// every event's user-variables.
+	HeaderMailgunVariables = "X-Mailgun-Variables"
+	// HeaderSESTags is Amazon SES's message tags: "digest-key" comes back
+	// in every published event's mail.tags.
+	HeaderSESTags = "X-SES-MESSAGE-TAGS"
 	// HeaderTest is "1" on a test send (digest.Message.Test).
 	HeaderTest = "X-Digest-Test"
 	// TestSubjectPrefix starts the subject of a test send.
@@ -109,6 +119,22 @@ func HeaderText(s string) string {
 // the ':' of the key must go and a key id of up to 32 characters still fits.
 func MailpitTag(key digest.Key) string {
 	return "dk-" + strings.ToLower(key.KeyID()) + "-" + key.Hex()
+}
+
+// providerKeyHeaders are the headers that hand key to providers that
+// report it back in their webhooks under a name of their own (package
+// webhook reads them): SendGrid's unique_args and Mailgun's variables as
+// JSON, and an SES tag, whose value allows only letters, digits, '_' and
+// '-' (left out for a key id with '.': the X-Digest-Key header, which SES
+// reports too, still carries the key).
+func providerKeyHeaders(key digest.Key) [][2]string {
+	arg, _ := json.Marshal(map[string]string{"digest_key": string(key)})
+	api, _ := json.Marshal(map[string]json.RawMessage{"unique_args": arg})
+	h := [][2]string{{HeaderSendGridAPI, string(api)}, {HeaderMailgunVariables, string(arg)}}
+	if kid := key.KeyID(); !strings.Contains(kid, ".") {
+		h = append(h, [2]string{HeaderSESTags, "digest-key=" + kid + "_" + key.Hex()})
+	}
+	return h
 }
 
 // Envelope is what every message of one mailer shares: the From address
@@ -229,6 +255,9 @@ func (e Envelope) build(m *digest.Message, now time.Time) (*gomail.Msg, error) {
 	msg.SetGenHeader(HeaderKey, string(key))
 	msg.SetGenHeader(HeaderMailpitTags, MailpitTag(key))
 	msg.SetGenHeader(HeaderPostmarkKey, string(key))
+	for _, h := range providerKeyHeaders(key) {
+		msg.SetGenHeader(gomail.Header(h[0]), h[1])
+	}
 	if err := e.setListUnsubscribe(msg, m.Unsubscribe); err != nil {
 		return nil, permanent(err)
 	}

@@ -335,9 +335,17 @@ func TestAmbiguousSendReconciledFromWebhookEvents(t *testing.T) {
 		}
 		break
 	}
-	// The operator checked Postmark's webhook log: nothing failed, no
-	// backlog; the events are complete up to now.
-	until := time.Now().UTC().Add(time.Minute).Format(time.RFC3339)
+	// Ten minutes pass (the sends' start moves back by as much: the
+	// look-up says not found only for a send more than 5 minutes before
+	// the watermark); the operator checked Postmark's webhook log: nothing
+	// failed, no backlog; the events are complete up to now.
+	if _, err := e.Pool.Exec(context.Background(), `UPDATE receipts SET send_started_at = send_started_at - interval '10 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Run("events", "watermark", "--provider", "postmark", "--until", time.Now().UTC().Add(time.Hour).Format(time.RFC3339), "--reason", "typo", "--by", "oncall"); r.Code != 1 {
+		t.Fatalf("a watermark in the future: exit %d, want 1 (refused)\n%s", r.Code, r.Stderr)
+	}
+	until := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
 	e.MustRun("events", "watermark", "--provider", "postmark", "--until", until, "--reason", "Postmark webhook log: no failures", "--by", "oncall")
 	third := e.Run("run", "--week", "2026-W40", "--deadline", "150s", "--lookup-delay", "1s")
 	if third.Code != 0 || third.Count(t, "sent") != lost || third.Count(t, "lookups_not_found") != lost {

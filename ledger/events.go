@@ -33,7 +33,8 @@ type ProviderEvents interface {
 	// time of the key's receipt.
 	EventEvidence(ctx context.Context, provider string, key digest.Key) (Evidence, error)
 	// AdvanceWatermark records an operator's statement that provider's
-	// events are complete up to until. It never moves back: it returns
+	// events are complete up to until, which is not after the ledger's
+	// clock (ErrInvalid). It never moves back: it returns
 	// the watermark in force after the call (until, or a later one
 	// recorded before).
 	AdvanceWatermark(ctx context.Context, provider string, until time.Time, by Action) (time.Time, error)
@@ -278,14 +279,20 @@ func IsProviderNote(e Event) bool {
 	return e.From == e.To && strings.HasPrefix(e.Detail, HistoryProviderPrefix)
 }
 
-// ValidateAdvance checks an AdvanceWatermark request: a provider, a time,
-// and who and why (kept with the watermark).
-func ValidateAdvance(provider string, until time.Time, by Action) error {
+// ValidateAdvance checks an AdvanceWatermark request: a provider, a time
+// not after now (the ledger's clock: events cannot be complete up to a
+// time that has not come, and a mistyped year would make every maybe-sent
+// digest look lost), and who and why (kept with the watermark).
+func ValidateAdvance(provider string, until time.Time, by Action, now time.Time) error {
 	if provider == "" || len(provider) > 32 {
 		return fmt.Errorf("%w: watermark provider %q: want 1 to 32 bytes", ErrInvalid, provider)
 	}
 	if until.IsZero() {
 		return fmt.Errorf("%w: watermark without a time", ErrInvalid)
+	}
+	if until.After(now) {
+		return fmt.Errorf("%w: watermark %s is after the ledger's now, %s: events cannot be complete up to a time that has not come",
+			ErrInvalid, until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	if by.By == "" || by.Reason == "" {
 		return fmt.Errorf("%w: advancing a watermark needs who and why", ErrInvalid)

@@ -32,7 +32,8 @@ webhooks, and the watermarks the events look-up
              before it, and the next run sends that digest again: state it
              only after checking the provider's own log or console shows
              no webhook backlog and no failed deliveries to the intake.
-             It only moves forward; --reason and --by are kept.
+             It only moves forward, never past the ledger's clock (a
+             time to come is refused, exit 1); --reason and --by are kept.
 
 Exit codes: 0 done; 1 the ledger failed; 2 usage or configuration error.
 

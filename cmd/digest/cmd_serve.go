@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/weeklydigest/digest/internal/metrics"
 	"github.com/weeklydigest/digest/ledger"
@@ -115,7 +118,10 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	var providers []webhook.Provider
+	providers, err := webhookProviders(st)
+	if err != nil {
+		return err
+	}
 	svc, err := listen.New(listen.Config{
 		Ledger: store, Keys: keys, Tokens: tokens, Route: route, Metrics: metrics.NewServe(), Logger: log,
 		Rate: rate, Burst: burst, ClientIPHeader: st.ClientIPHeader,
@@ -128,6 +134,34 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("DIGEST_LISTEN_ADDR=%q: %v", st.ListenAddr, err)
 	}
-	log.Info("digest serve", "unsubscribe_path", route.Prefix+"{token}", "rate", rate, "burst", burst)
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name()
+	}
+	log.Info("digest serve", "unsubscribe_path", route.Prefix+"{token}", "rate", rate, "burst", burst, "webhooks", names)
 	return listen.Serve(ctx, ln, svc.Handler(), log)
+}
+
+// webhookProviders builds the providers whose key files (or, for SES,
+// topics) are set: each is served at /webhooks/{name}. A key file that is
+// unreadable, empty or malformed is a configuration error, named without
+// its content.
+func webhookProviders(st *settings) ([]webhook.Provider, error) {
+	var topics []string
+	for _, t := range strings.Split(st.SESTopics, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			topics = append(topics, t)
+		}
+	}
+	providers, err := webhook.FromFiles(webhook.Files{
+		PostmarkCredentials: st.PostmarkWebhookAuthFile,
+		SESCertificates:     st.SESCertificatesFile,
+		SendGridPublicKey:   st.SendGridWebhookKeyFile,
+		MailgunSigningKey:   st.MailgunWebhookKeyFile,
+		ResendSecret:        st.ResendWebhookSecretFile,
+	}, webhook.Options{SESTopics: topics, Client: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		return nil, usagef("webhooks: %v", err)
+	}
+	return providers, nil
 }

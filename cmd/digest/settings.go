@@ -25,17 +25,20 @@ type setting struct {
 // compile. Values are parsed where they are used (st.duration(&st.Lease),
 // st.location()), so each command refuses exactly what it reads.
 type config struct {
-	DatabaseURL, LedgerPath                              string
-	SMTPURL, SMTPPasswordFile, OutboxDir                 string
-	LookupURL, PostmarkToken, PostmarkTokenFile          string
-	HMACKeys, HMACKeysFile                               string
-	From, ListUnsubscribe                                string
-	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile string
-	Rate, Burst, Concurrency, SMTPTimeout, Lease         string
-	ReplayHorizon, TZ, Type, Version, Settle             string
-	LogLevel, PushgatewayURL, MetricsAddr                string
-	ListenAddr, ServeRate, ServeBurst, ClientIPHeader    string
-	EventsLag, SoftBounceWeeks                           string
+	DatabaseURL, LedgerPath                                 string
+	SMTPURL, SMTPPasswordFile, OutboxDir                    string
+	LookupURL, PostmarkToken, PostmarkTokenFile             string
+	HMACKeys, HMACKeysFile                                  string
+	From, ListUnsubscribe                                   string
+	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile    string
+	Rate, Burst, Concurrency, SMTPTimeout, Lease            string
+	ReplayHorizon, TZ, Type, Version, Settle                string
+	LogLevel, PushgatewayURL, MetricsAddr                   string
+	ListenAddr, ServeRate, ServeBurst, ClientIPHeader       string
+	EventsLag, SoftBounceWeeks                              string
+	PostmarkWebhookAuthFile, SESTopics, SESCertificatesFile string
+	SendGridWebhookKeyFile, MailgunWebhookKeyFile           string
+	ResendWebhookSecretFile                                 string
 }
 
 // The groups say which commands register a setting's flag.
@@ -87,6 +90,12 @@ var settingsTable = []setting{
 	{"DIGEST_SERVE_RATE", "serve-rate", "5", "unsubscribe requests per second one client may make to \"digest serve\" (429 past it)", gListen, func(c *config) *string { return &c.ServeRate }},
 	{"DIGEST_SERVE_BURST", "serve-burst", "20", "unsubscribe requests one client may make to \"digest serve\" at once", gListen, func(c *config) *string { return &c.ServeBurst }},
 	{"DIGEST_SOFT_BOUNCE_WEEKS", "soft-bounce-weeks", "3", "\"digest serve\" suppresses an address that soft-bounced in this many consecutive ISO weeks (UTC)", gListen, func(c *config) *string { return &c.SoftBounceWeeks }},
+	{"DIGEST_POSTMARK_WEBHOOK_AUTH_FILE", "postmark-webhook-auth-file", "", "file holding user:password, the HTTP Basic credentials of the Postmark webhook URL: \"digest serve\" takes POST /webhooks/postmark", gListen, func(c *config) *string { return &c.PostmarkWebhookAuthFile }},
+	{"DIGEST_SES_TOPICS", "ses-topics", "", "SNS topic ARNs, comma separated, whose SES events \"digest serve\" takes at POST /webhooks/ses (it confirms their subscriptions)", gListen, func(c *config) *string { return &c.SESTopics }},
+	{"DIGEST_SES_CERTIFICATES_FILE", "ses-certificates-file", "", "file of PEM SNS signing certificates to trust instead of fetching them from the SNS host", gListen, func(c *config) *string { return &c.SESCertificatesFile }},
+	{"DIGEST_SENDGRID_WEBHOOK_KEY_FILE", "sendgrid-webhook-key-file", "", "file holding the SendGrid Signed Event Webhook verification key (base64): POST /webhooks/sendgrid", gListen, func(c *config) *string { return &c.SendGridWebhookKeyFile }},
+	{"DIGEST_MAILGUN_WEBHOOK_KEY_FILE", "mailgun-webhook-key-file", "", "file holding the Mailgun HTTP webhook signing key: POST /webhooks/mailgun", gListen, func(c *config) *string { return &c.MailgunWebhookKeyFile }},
+	{"DIGEST_RESEND_WEBHOOK_SECRET_FILE", "resend-webhook-secret-file", "", "file holding the Resend (Svix) webhook signing secret, whsec_...: POST /webhooks/resend", gListen, func(c *config) *string { return &c.ResendWebhookSecretFile }},
 	{"DIGEST_CLIENT_IP_HEADER", "client-ip-header", "", "header naming the client for \"digest serve\"'s rate limit behind a proxy (X-Forwarded-For: its last entry; X-Real-IP); unset: the peer address", gListen, func(c *config) *string { return &c.ClientIPHeader }},
 }
 

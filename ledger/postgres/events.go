@@ -174,7 +174,7 @@ func utcOrZero(t *time.Time) time.Time {
 // AdvanceWatermark moves provider's operator watermark forward to until.
 func (s *Store) AdvanceWatermark(ctx context.Context, provider string, until time.Time, by ledger.Action) (_ time.Time, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateAdvance(provider, until, by); err != nil {
+	if err := ledger.ValidateAdvance(provider, until, by, s.now()); err != nil {
 		return time.Time{}, err
 	}
 	var now time.Time

@@ -152,7 +152,7 @@ func (s *Store) EventEvidence(ctx context.Context, provider string, key digest.K
 // AdvanceWatermark moves provider's operator watermark forward to until.
 func (s *Store) AdvanceWatermark(ctx context.Context, provider string, until time.Time, by ledger.Action) (_ time.Time, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateAdvance(provider, until, by); err != nil {
+	if err := ledger.ValidateAdvance(provider, until, by, s.nowUTC()); err != nil {
 		return time.Time{}, err
 	}
 	var now sql.NullInt64

@@ -26,10 +26,13 @@ const (
 	ReasonComplaint SuppressionReason = "complaint"
 	// ReasonOperator: an operator suppressed by hand.
 	ReasonOperator SuppressionReason = "operator"
+	// ReasonSoftBounce: the provider reported temporary delivery failures
+	// in several consecutive weeks (DIGEST_SOFT_BOUNCE_WEEKS).
+	ReasonSoftBounce SuppressionReason = "soft_bounce"
 )
 
 // SuppressionReasons are the valid reasons, in the order operators see them.
-var SuppressionReasons = []SuppressionReason{ReasonUnsubscribe, ReasonHardBounce, ReasonComplaint, ReasonOperator}
+var SuppressionReasons = []SuppressionReason{ReasonUnsubscribe, ReasonHardBounce, ReasonComplaint, ReasonOperator, ReasonSoftBounce}
 
 // ParseSuppressionReason returns the reason named s, or an error naming
 // the valid ones.

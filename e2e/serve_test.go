@@ -222,7 +222,8 @@ func TestOneClickThroughServeSuppressesTheNextWeek(t *testing.T) {
 }
 
 // "digest serve" refuses what it cannot serve: no URL, a template whose
-// token is not the last path segment, no token keyring.
+// token is not the last path segment, no token keyring, a webhook key
+// file it cannot read, a soft-bounce streak of no weeks.
 func TestServeRefusesABadConfiguration(t *testing.T) {
 	t.Parallel()
 	e := e2etest.NewEnv(t)
@@ -236,6 +237,8 @@ func TestServeRefusesABadConfiguration(t *testing.T) {
 		{"no keyring", []string{"DIGEST_UNSUBSCRIBE_URL=" + unsubscribeTemplate}},
 		{"shared keyring", []string{"DIGEST_UNSUBSCRIBE_URL=" + unsubscribeTemplate, "DIGEST_UNSUBSCRIBE_KEYS=" + e2etest.TestKeyring}},
 		{"bad rate", []string{"DIGEST_UNSUBSCRIBE_URL=" + unsubscribeTemplate, "DIGEST_UNSUBSCRIBE_KEYS=" + unsubscribeKeys, "DIGEST_SERVE_RATE=fast"}},
+		{"missing webhook key file", []string{"DIGEST_UNSUBSCRIBE_URL=" + unsubscribeTemplate, "DIGEST_UNSUBSCRIBE_KEYS=" + unsubscribeKeys, "DIGEST_SENDGRID_WEBHOOK_KEY_FILE=/nonexistent/sendgrid"}},
+		{"bad soft-bounce weeks", []string{"DIGEST_UNSUBSCRIBE_URL=" + unsubscribeTemplate, "DIGEST_UNSUBSCRIBE_KEYS=" + unsubscribeKeys, "DIGEST_SOFT_BOUNCE_WEEKS=0"}},
 	} {
 		if r := e.RunEnv(append(tc.extra, "DIGEST_LISTEN_ADDR=127.0.0.1:0"), "serve"); r.Code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s", tc.name, r.Code, r.Stderr)

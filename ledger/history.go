@@ -91,11 +91,15 @@ func FinishWritesHistory(f digest.Finish) bool {
 //
 // Events are in time order (rows of equal times in the order written);
 // each told event goes right after the last claim (claimed or taken over)
-// at or before its time. Rows written before the ledger stopped writing
+// at or before its time. A provider's note (IsProviderNote) is kept in
+// its time's place and tells no transition. Rows written before the ledger stopped writing
 // these (migration 00005) already tell them; nothing is told twice.
 func ReceiptStory(r Receipt, rows []Event) []Event {
 	var created, sent, replaced, startRow bool
 	for _, e := range rows {
+		if IsProviderNote(e) {
+			continue // a provider's report, not a transition
+		}
 		created = created || e.From == absentState
 		sent = sent || e.To == digest.StateSent
 		replaced = replaced || e.To == digest.StateClaimed || e.To == digest.StateQuarantined
@@ -118,6 +122,9 @@ func ReceiptStory(r Receipt, rows []Event) []Event {
 	// then): it is the run of the claim in force at the start.
 	run := ""
 	for i, e := range out {
+		if IsProviderNote(e) {
+			continue
+		}
 		if e.To == digest.StateClaimed && e.Detail != HistorySendStarted {
 			run = e.RunID
 		} else if e.Detail == HistorySendStarted && e.RunID == "" {
@@ -127,7 +134,7 @@ func ReceiptStory(r Receipt, rows []Event) []Event {
 	tell := func(e Event) {
 		at := len(out)
 		for i := len(out) - 1; i >= 0; i-- {
-			if out[i].To == digest.StateClaimed && !out[i].At.After(e.At) {
+			if out[i].To == digest.StateClaimed && !IsProviderNote(out[i]) && !out[i].At.After(e.At) {
 				at = i + 1
 				if e.RunID == "" {
 					e.RunID = out[i].RunID

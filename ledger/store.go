@@ -105,6 +105,9 @@ type Store interface {
 
 	// Suppressions: the suppression list, for operators and the endpoint.
 	Suppressions
+	// ProviderEvents: the events providers reported, for "digest serve"'s
+	// webhook intake and the events look-up.
+	ProviderEvents
 
 	// Durability returns the database settings that decide whether a
 	// committed receipt survives a crash of the database, as the store's

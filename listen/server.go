@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/metrics"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/unsubscribe"
+	"github.com/weeklydigest/digest/webhook"
 )
 
 // Config configures the service. Ledger, Keys, Tokens and Route are
@@ -47,7 +49,24 @@ type Config struct {
 	// bytes).
 	MaxBody int64
 	// LedgerTimeout bounds each ledger call of a request: default 5s.
+	// A webhook request's calls share one such bound.
 	LedgerTimeout time.Duration
+
+	// Providers are the mail providers whose webhooks the service takes,
+	// each at POST /webhooks/{Name}; none: no webhook route.
+	Providers []webhook.Provider
+	// Events records the providers' events; required with Providers.
+	Events ledger.ProviderEvents
+	// EventPolicy is how soft bounces suppress (DIGEST_SOFT_BOUNCE_WEEKS).
+	EventPolicy ledger.EventPolicy
+	// MaxWebhookBody bounds a webhook body: default DefaultMaxWebhookBody.
+	// Webhooks have no per-client rate limit: a provider posts from a
+	// few addresses in bursts, and every request is verified by its
+	// signature before it touches the ledger.
+	MaxWebhookBody int64
+	// Now is the clock the providers check a signature's age against;
+	// default time.Now.
+	Now func() time.Time
 }
 
 // Default limits.
@@ -80,14 +99,15 @@ func (c *Config) withDefaults() error {
 	if c.LedgerTimeout <= 0 {
 		c.LedgerTimeout = DefaultLedgerTimeout
 	}
-	return nil
+	return c.webhookDefaults()
 }
 
 // Service is the HTTP service; Handler serves it.
 type Service struct {
-	cfg     Config
-	clients *clientLimits
-	mux     *http.ServeMux
+	cfg       Config
+	clients   *clientLimits
+	mux       *http.ServeMux
+	providers map[string]webhook.Provider
 }
 
 // New returns the service of cfg.
@@ -95,7 +115,18 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.withDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, clients: newClientLimits(cfg.Rate, cfg.Burst), mux: http.NewServeMux()}
+	s := &Service{cfg: cfg, clients: newClientLimits(cfg.Rate, cfg.Burst), mux: http.NewServeMux(), providers: map[string]webhook.Provider{}}
+	for _, pr := range cfg.Providers {
+		name := pr.Name()
+		if _, dup := s.providers[name]; dup || name == "" || strings.ContainsAny(name, "/{}") {
+			return nil, fmt.Errorf("listen: provider name %q: empty, malformed or given twice", name)
+		}
+		s.providers[name] = pr
+		cfg.Metrics.WebhookProvider(name)
+	}
+	if len(s.providers) > 0 {
+		s.mux.Handle("POST "+WebhookPrefix+"{provider}", s.observe("webhook", http.HandlerFunc(s.webhookPost)))
+	}
 	p := cfg.Route.Prefix
 	s.mux.Handle("GET "+p+"{token}", s.observe("unsubscribe_page", s.limited(http.HandlerFunc(s.unsubscribePage))))
 	s.mux.Handle("POST "+p+"{token}", s.observe("unsubscribe_post", s.limited(http.HandlerFunc(s.unsubscribePost))))

@@ -1,5 +1,7 @@
 // Package lookup asks mail providers whether they hold the message of a
-// digest key (digest.Lookup): Mailpit by its tag, Postmark by its metadata.
+// digest key (digest.Lookup): Mailpit by its tag, Postmark by its metadata,
+// and any provider that posts events to "digest serve" by the events the
+// ledger recorded (Events).
 // A run asks when a send's outcome is unknown (ambiguous), instead of
 // guessing. API errors are classified like sends (temporary with a
 // Retry-After time, or permanent), and never carry a token or password.
@@ -31,6 +33,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock for Retry-After dates. Default time.Now.
 	Now func() time.Time
+	// Events is the ledger the events look-up reads; nil: bind it later
+	// (Events.Bind).
+	Events EventLedger
+	// EventsLag is the events look-up's lag (DIGEST_EVENTS_LAG); 0:
+	// DefaultEventsLag.
+	EventsLag time.Duration
 }
 
 // ParseURL returns the provider look-up a URL names:
@@ -38,6 +46,7 @@ type Config struct {
 //	""                           no look-up (nil, nil): the runner's ambiguous policy applies
 //	mailpit+http://host:8025     Mailpit's API (also mailpit+https; user:pass@ for its basic auth)
 //	postmark+https://host        Postmark's API (https://api.postmarkapp.com), token from cfg
+//	events:PROVIDER              the provider's webhook events in the ledger (Events)
 //
 // Errors never contain a password or token.
 func ParseURL(raw string, cfg Config) (digest.Lookup, error) {
@@ -53,6 +62,12 @@ func ParseURL(raw string, cfg Config) (digest.Lookup, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if u.Scheme == EventsScheme {
+		if !providerName(u.Opaque) {
+			return nil, fmt.Errorf("%w: want events:PROVIDER, the name digest serve takes its webhooks under (events:ses)", ErrURL)
+		}
+		return NewEvents(u.Opaque, cfg.Events, cfg.EventsLag), nil
 	}
 	provider, scheme, _ := strings.Cut(u.Scheme, "+")
 	if u.Host == "" || u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" {
@@ -78,7 +93,21 @@ func ParseURL(raw string, cfg Config) (digest.Lookup, error) {
 		}
 		return NewPostmark(base.String(), cfg.PostmarkToken, cfg.HTTPClient, cfg.Now), nil
 	}
-	return nil, fmt.Errorf("%w: scheme %q, want mailpit+http, mailpit+https or postmark+https", ErrURL, smtp.Clip(u.Scheme))
+	return nil, fmt.Errorf("%w: scheme %q, want mailpit+http, mailpit+https, postmark+https or events", ErrURL, smtp.Clip(u.Scheme))
+}
+
+// providerName reports whether s can name a webhook provider: 1 to 32
+// lowercase letters, digits, '-' or '_'.
+func providerName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Mailpit finds messages in Mailpit by the tag smtp.MailpitTag(key), set

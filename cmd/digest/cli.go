@@ -80,6 +80,7 @@ func commands() []command {
 		{"review", "list, show, release, mark sent or acknowledge held and quarantined receipts", cmdReview},
 		{"repin", "move a week pinned too early to its end plus DIGEST_SETTLE (recorded)", cmdRepin},
 		{"suppression", "list, add or remove suppressed customers and addresses (no digest for them)", cmdSuppression},
+		{"events", "the provider events digest serve recorded, and the watermarks of the events look-up", cmdEvents},
 		{"prune", "delete receipts older than the replay horizon", cmdPrune},
 		{"schedule", "run weekly on a cron schedule (instead of a CronJob)", cmdSchedule},
 		{"serve", "the HTTP service: one-click unsubscribe (RFC 8058), health, readiness, metrics", cmdServe},

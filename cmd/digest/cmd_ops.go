@@ -376,6 +376,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		bindLookup(lookup, store)
 		did, lookupErr, err := ledger.ReleaseWithEvidence(ctx, store, key, lookup, *acceptDuplicates, act)
 		if errors.Is(err, ledger.ErrMaybeSent) {
 			n := 0

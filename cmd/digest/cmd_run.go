@@ -175,6 +175,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	bindLookup(ms.lookup, store)
 	source, closeSource, err := openSource(ctx, st, *snap, store, log)
 	if err != nil {
 		return err

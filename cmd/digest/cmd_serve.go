@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/listen"
 	"github.com/weeklydigest/digest/unsubscribe"
+	"github.com/weeklydigest/digest/webhook"
 )
 
 const serveHelp = `Usage: digest serve [flags]
@@ -28,10 +33,21 @@ then stops taking connections and finishes the requests under way.
   GET <unsubscribe URL>   a small page in the language Accept-Language asks
                           for, with one button that POSTs; never unsubscribes
                           (link scanners fetch every URL of a message).
+  POST /webhooks/PROVIDER a mail provider's event webhook (postmark, ses,
+                          sendgrid, mailgun, resend: each served when its
+                          key file is set). Verified (401 when not), read
+                          (400, 413, 415 when not its payload), then each
+                          event naming a digest key or an address recorded
+                          before the 200: hard bounces, complaints and the
+                          provider's unsubscribes suppress the address, soft
+                          bounces in DIGEST_SOFT_BOUNCE_WEEKS consecutive
+                          ISO weeks too; replays are ignored. 503 when the
+                          ledger fails: the provider retries.
   GET /healthz            200 while the process runs (liveness).
   GET /readyz             200 when the ledger answers, else 503 (readiness).
   GET /metrics            Prometheus metrics (digest_http_requests_total,
-                          digest_unsubscribes_total, ...).
+                          digest_unsubscribes_total,
+                          digest_webhook_requests_total, ...).
 
 DIGEST_UNSUBSCRIBE_URL must be https://host/path/{token}: the service
 answers on /path/. Unsubscribe requests are limited per client
@@ -83,6 +99,10 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	softWeeks, err := st.positiveInt(&st.SoftBounceWeeks, 52)
+	if err != nil {
+		return err
+	}
 	keys, err := loadKeyring(st, log)
 	if err != nil {
 		return err
@@ -99,9 +119,14 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	providers, err := webhookProviders(st)
+	if err != nil {
+		return err
+	}
 	svc, err := listen.New(listen.Config{
 		Ledger: store, Keys: keys, Tokens: tokens, Route: route, Metrics: metrics.NewServe(), Logger: log,
 		Rate: rate, Burst: burst, ClientIPHeader: st.ClientIPHeader,
+		Providers: providers, Events: store, EventPolicy: ledger.EventPolicy{SoftBounceWeeks: softWeeks},
 	})
 	if err != nil {
 		return err
@@ -110,6 +135,34 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("DIGEST_LISTEN_ADDR=%q: %v", st.ListenAddr, err)
 	}
-	log.Info("digest serve", "unsubscribe_path", route.Prefix+"{token}", "rate", rate, "burst", burst)
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.Name()
+	}
+	log.Info("digest serve", "unsubscribe_path", route.Prefix+"{token}", "rate", rate, "burst", burst, "webhooks", names)
 	return listen.Serve(ctx, ln, svc.Handler(), log)
+}
+
+// webhookProviders builds the providers whose key files (or, for SES,
+// topics) are set: each is served at /webhooks/{name}. A key file that is
+// unreadable, empty or malformed is a configuration error, named without
+// its content.
+func webhookProviders(st *settings) ([]webhook.Provider, error) {
+	var topics []string
+	for _, t := range strings.Split(st.SESTopics, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			topics = append(topics, t)
+		}
+	}
+	providers, err := webhook.FromFiles(webhook.Files{
+		PostmarkCredentials: st.PostmarkWebhookAuthFile,
+		SESCertificates:     st.SESCertificatesFile,
+		SendGridPublicKey:   st.SendGridWebhookKeyFile,
+		MailgunSigningKey:   st.MailgunWebhookKeyFile,
+		ResendSecret:        st.ResendWebhookSecretFile,
+	}, webhook.Options{SESTopics: topics, Client: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		return nil, usagef("webhooks: %v", err)
+	}
+	return providers, nil
 }

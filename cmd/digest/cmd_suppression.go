@@ -31,7 +31,7 @@ the keys (under every key id of the keyring: a suppression made before a
 rotation is found); --address-key takes the address_key a permanent
 rejection's log line carries, --customer-key a key "list" printed.
 
-add: --reason is one of unsubscribe, hard_bounce, complaint, operator
+add: --reason is one of unsubscribe, hard_bounce, complaint, operator, soft_bounce
 (default operator); adding one already there changes nothing. remove:
 --reason is free text and required. Both are kept in the history with
 --by ("list --history" shows it). A removed customer gets the next run's
@@ -57,7 +57,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 	address := fs.String("address", "", "the email address")
 	customerKey := fs.String("customer-key", "", "a customer's suppression key (KID:HEX)")
 	addressKey := fs.String("address-key", "", "an address's key (KID:HEX), the address_key of a log line")
-	reason := fs.String("reason", "", "add: unsubscribe, hard_bounce, complaint or operator (default operator); remove: why (required)")
+	reason := fs.String("reason", "", "add: unsubscribe, hard_bounce, complaint, operator or soft_bounce (default operator); remove: why (required)")
 	by := fs.String("by", env.Getenv("USER"), "who (kept in the history)")
 	history := fs.Bool("history", false, "list: print the adds and removals instead of the current list")
 	limit := fs.Int("limit", 100, "list: at most this many")

@@ -52,6 +52,7 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		return err
 	}
 	defer store.Close()
+	bindLookup(lookup, store)
 	defer pushReviewedWeek(ctx, env, st, store, w) // the week's state after the change
 	if sub == "acknowledge" {
 		res, err := ledger.AcknowledgeWeek(ctx, store, w, digest.State(state), unsent, act)

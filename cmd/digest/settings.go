@@ -25,16 +25,20 @@ type setting struct {
 // compile. Values are parsed where they are used (st.duration(&st.Lease),
 // st.location()), so each command refuses exactly what it reads.
 type config struct {
-	DatabaseURL, LedgerPath                              string
-	SMTPURL, SMTPPasswordFile, OutboxDir                 string
-	LookupURL, PostmarkToken, PostmarkTokenFile          string
-	HMACKeys, HMACKeysFile                               string
-	From, ListUnsubscribe                                string
-	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile string
-	Rate, Burst, Concurrency, SMTPTimeout, Lease         string
-	ReplayHorizon, TZ, Type, Version, Settle             string
-	LogLevel, PushgatewayURL, MetricsAddr                string
-	ListenAddr, ServeRate, ServeBurst, ClientIPHeader    string
+	DatabaseURL, LedgerPath                                 string
+	SMTPURL, SMTPPasswordFile, OutboxDir                    string
+	LookupURL, PostmarkToken, PostmarkTokenFile             string
+	HMACKeys, HMACKeysFile                                  string
+	From, ListUnsubscribe                                   string
+	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile    string
+	Rate, Burst, Concurrency, SMTPTimeout, Lease            string
+	ReplayHorizon, TZ, Type, Version, Settle                string
+	LogLevel, PushgatewayURL, MetricsAddr                   string
+	ListenAddr, ServeRate, ServeBurst, ClientIPHeader       string
+	EventsLag, SoftBounceWeeks                              string
+	PostmarkWebhookAuthFile, SESTopics, SESCertificatesFile string
+	SendGridWebhookKeyFile, MailgunWebhookKeyFile           string
+	ResendWebhookSecretFile                                 string
 }
 
 // The groups say which commands register a setting's flag.
@@ -58,7 +62,8 @@ var settingsTable = []setting{
 	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)", gSend, func(c *config) *string { return &c.SMTPURL }},
 	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)", gSend, func(c *config) *string { return &c.SMTPPasswordFile }},
 	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose", gSend, func(c *config) *string { return &c.OutboxDir }},
-	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025 or postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE); the outbox looks itself up", gSend, func(c *config) *string { return &c.LookupURL }},
+	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025, postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE) or events:PROVIDER (the provider's webhook events in the ledger, recorded by \"digest serve\"); the outbox looks itself up", gSend, func(c *config) *string { return &c.LookupURL }},
+	{"DIGEST_EVENTS_LAG", "events-lag", "30h", "with DIGEST_LOOKUP_URL=events:PROVIDER: how far behind the newest event of the provider its events are taken to be complete (webhook retries arrive late); a send counts as not found only once the newest event is this long past it", gSend, func(c *config) *string { return &c.EventsLag }},
 	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only)", gSend, func(c *config) *string { return &c.PostmarkToken }},
 	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up", gSend, func(c *config) *string { return &c.PostmarkTokenFile }},
 	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys, func(c *config) *string { return &c.HMACKeys }},
@@ -84,6 +89,13 @@ var settingsTable = []setting{
 	{"DIGEST_LISTEN_ADDR", "listen-addr", ":8080", "address where \"digest serve\" listens: one-click unsubscribe, /healthz, /readyz, /metrics", gListen, func(c *config) *string { return &c.ListenAddr }},
 	{"DIGEST_SERVE_RATE", "serve-rate", "5", "unsubscribe requests per second one client may make to \"digest serve\" (429 past it)", gListen, func(c *config) *string { return &c.ServeRate }},
 	{"DIGEST_SERVE_BURST", "serve-burst", "20", "unsubscribe requests one client may make to \"digest serve\" at once", gListen, func(c *config) *string { return &c.ServeBurst }},
+	{"DIGEST_SOFT_BOUNCE_WEEKS", "soft-bounce-weeks", "3", "\"digest serve\" suppresses an address that soft-bounced in this many consecutive ISO weeks (UTC)", gListen, func(c *config) *string { return &c.SoftBounceWeeks }},
+	{"DIGEST_POSTMARK_WEBHOOK_AUTH_FILE", "postmark-webhook-auth-file", "", "file holding user:password, the HTTP Basic credentials of the Postmark webhook URL: \"digest serve\" takes POST /webhooks/postmark", gListen, func(c *config) *string { return &c.PostmarkWebhookAuthFile }},
+	{"DIGEST_SES_TOPICS", "ses-topics", "", "SNS topic ARNs, comma separated, whose SES events \"digest serve\" takes at POST /webhooks/ses (it confirms their subscriptions)", gListen, func(c *config) *string { return &c.SESTopics }},
+	{"DIGEST_SES_CERTIFICATES_FILE", "ses-certificates-file", "", "file of PEM SNS signing certificates to trust instead of fetching them from the SNS host", gListen, func(c *config) *string { return &c.SESCertificatesFile }},
+	{"DIGEST_SENDGRID_WEBHOOK_KEY_FILE", "sendgrid-webhook-key-file", "", "file holding the SendGrid Signed Event Webhook verification key (base64): POST /webhooks/sendgrid", gListen, func(c *config) *string { return &c.SendGridWebhookKeyFile }},
+	{"DIGEST_MAILGUN_WEBHOOK_KEY_FILE", "mailgun-webhook-key-file", "", "file holding the Mailgun HTTP webhook signing key: POST /webhooks/mailgun", gListen, func(c *config) *string { return &c.MailgunWebhookKeyFile }},
+	{"DIGEST_RESEND_WEBHOOK_SECRET_FILE", "resend-webhook-secret-file", "", "file holding the Resend (Svix) webhook signing secret, whsec_...: POST /webhooks/resend", gListen, func(c *config) *string { return &c.ResendWebhookSecretFile }},
 	{"DIGEST_CLIENT_IP_HEADER", "client-ip-header", "", "header naming the client for \"digest serve\"'s rate limit behind a proxy (X-Forwarded-For: its last entry; X-Real-IP); unset: the peer address", gListen, func(c *config) *string { return &c.ClientIPHeader }},
 }
 

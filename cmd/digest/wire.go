@@ -315,11 +315,28 @@ func openLookup(st *settings) (digest.Lookup, error) {
 		}
 		token = t
 	}
-	l, err := lookup.ParseURL(st.LookupURL, lookup.Config{PostmarkToken: token})
+	cfg := lookup.Config{PostmarkToken: token}
+	if strings.HasPrefix(st.LookupURL, lookup.EventsScheme+":") {
+		lag, err := st.duration(&st.EventsLag)
+		if err != nil {
+			return nil, err
+		}
+		cfg.EventsLag = lag
+	}
+	l, err := lookup.ParseURL(st.LookupURL, cfg)
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}
 	return l, nil
+}
+
+// bindLookup gives the events look-up (DIGEST_LOOKUP_URL=events:…) the
+// ledger it reads, once the command has opened it; other look-ups ask
+// their provider and need none.
+func bindLookup(l digest.Lookup, store ledger.ProviderEvents) {
+	if ev, ok := l.(*lookup.Events); ok {
+		ev.Bind(store)
+	}
 }
 
 // newRunID names this run in the ledger's history: the pod (host) name and

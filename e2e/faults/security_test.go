@@ -107,7 +107,8 @@ func runtimeRole(t *testing.T, e *e2etest.Env) (name, password string) {
 		"CREATE ROLE " + r + " LOGIN PASSWORD '" + password + "'",
 		"GRANT USAGE ON SCHEMA " + s + " TO " + r,
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON " + s + ".receipts, " + s + ".receipt_events, " + s + ".snapshot_pins, " + s + ".observations, " +
-			s + ".prune_tombstones, " + s + ".week_runs, " + s + ".run_ends, " + s + ".suppressions, " + s + ".suppression_events, " + s + ".week_expectations, " + s + ".week_state_counts TO " + r,
+			s + ".prune_tombstones, " + s + ".week_runs, " + s + ".run_ends, " + s + ".suppressions, " + s + ".suppression_events, " + s + ".week_expectations, " + s + ".week_state_counts, " +
+			s + ".provider_events, " + s + ".provider_watermarks, " + s + ".soft_bounces TO " + r,
 		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + s + " TO " + r,
 		"GRANT SELECT ON " + s + ".digest_customers, " + s + ".digest_activity TO " + r,
 	}

@@ -97,6 +97,11 @@ var tests = []test{
 	{"DownToRefusesLiveClaims", testDownToRefusesLiveClaims},
 	{"EndClaimsOfCrashedRuns", testEndClaimsOfCrashedRuns},
 	{"SkewedClocksDecideNothing", testSkewedClocksDecideNothing},
+	{"ProviderEventsRecordedOnce", testProviderEventsRecordedOnce},
+	{"SoftBounceStreak", testSoftBounceStreak},
+	{"EventEvidenceAndWatermark", testEventEvidenceAndWatermark},
+	{"ProviderEventsConcurrently", testProviderEventsConcurrently},
+	{"ProviderEventsValidated", testProviderEventsValidated},
 }
 
 // poolTests need Driver.Pool.

@@ -118,6 +118,8 @@ func testNoCustomerData(t *testing.T, be Driver) {
 	suppressed := keyring(t, "k2", "k1").AddressKeys(address)
 	s.Suppress(ctx, ledger.Suppression{Keys: keyring(t, "k2", "k1").CustomerKeys(customer), Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "one-click"})
 	s.Suppress(ctx, ledger.Suppression{Keys: suppressed, Subject: digest.SubjectAddress, Reason: digest.ReasonHardBounce, Source: "postmark"})
+	s.RecordProviderEvent(ctx, ledger.ProviderEvent{Provider: "ses", ID: "e1", Kind: ledger.EventSoftBounce, Key: c.Key,
+		AddressKeys: suppressed, Occurred: clk.Now(), Detail: "4.2.2"}, ledger.EventPolicy{})
 	s.Close()
 
 	dump := dumpDatabase(t, cfg)

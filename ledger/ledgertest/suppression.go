@@ -180,7 +180,7 @@ func testSuppressionRequestsValidated(t *testing.T, be Driver) {
 	for name, mutate := range map[string]func(*ledger.Suppression){
 		"no key":      func(sp *ledger.Suppression) { sp.Keys = nil },
 		"bad key":     func(sp *ledger.Suppression) { sp.Keys = []digest.SuppressionKey{"cust_alice"} },
-		"bad reason":  func(sp *ledger.Suppression) { sp.Reason = "soft_bounce" },
+		"bad reason":  func(sp *ledger.Suppression) { sp.Reason = "bored" },
 		"bad subject": func(sp *ledger.Suppression) { sp.Subject = "domain" },
 		"no source":   func(sp *ledger.Suppression) { sp.Source = "" },
 	} {

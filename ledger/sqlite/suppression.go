@@ -38,27 +38,33 @@ func (s *Store) Suppress(ctx context.Context, sp ledger.Suppression) (added bool
 		return false, err
 	}
 	at := s.nowUTC().UnixMicro()
-	err = s.write(ctx, func(tx sqliteTx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, anySuppressedSQL, jsonSuppressionKeys(sp.Keys)).Scan(&exists); err != nil || exists {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, insertSuppressionSQL, string(sp.Key()), string(sp.Subject), string(sp.Reason), sp.Source, sp.By, at)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		added = true
-		_, err = tx.ExecContext(ctx, insertSuppressionEventSQL, string(sp.Key()), string(sp.Subject), string(ledger.SuppressionAdded),
-			string(sp.Reason), sp.Source, sp.By, "", at)
+	err = s.write(ctx, func(tx sqliteTx) (err error) {
+		added, err = suppressTx(ctx, tx, sp, at)
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("suppress %s: %w", sp.Key(), err)
 	}
 	return added, nil
+}
+
+// suppressTx records sp at at (microseconds) in tx unless one of its keys
+// is suppressed already, with its history row.
+func suppressTx(ctx context.Context, tx sqliteTx, sp ledger.Suppression, at int64) (bool, error) {
+	var exists bool
+	if err := tx.QueryRowContext(ctx, anySuppressedSQL, jsonSuppressionKeys(sp.Keys)).Scan(&exists); err != nil || exists {
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, insertSuppressionSQL, string(sp.Key()), string(sp.Subject), string(sp.Reason), sp.Source, sp.By, at)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, insertSuppressionEventSQL, string(sp.Key()), string(sp.Subject), string(ledger.SuppressionAdded),
+		string(sp.Reason), sp.Source, sp.By, "", at)
+	return err == nil, err
 }
 
 // Unsuppress removes the suppressions under keys, recording each removal.

@@ -26,8 +26,8 @@ type passCounter struct {
 }
 
 func (h *passCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (h *passCounter) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *passCounter) WithGroup(string) slog.Handler           { return h }
+func (h *passCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *passCounter) WithGroup(string) slog.Handler            { return h }
 func (h *passCounter) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "retry pass scheduled" && h.passes.Add(1) > spinPasses {
 		h.stop()

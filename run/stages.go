@@ -212,10 +212,10 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		// holder), else at the expiry: waiting out a crashed run's lease
 		// then costs one claim of the pending keys, not one per tenth.
 		c.pending.Add(1)
-		// NextAttempt is by the ledger's clock; compared with this one it
-		// only schedules the next pass: the claim then decides again.
-		recheck := res.NextAttempt
-		if quick := cfg.Now().Add(busyRecheck(cfg.Lease)); recheck.IsZero() || r.busyQuick && quick.Before(recheck) {
+		// NextAttempt only schedules the next pass: the claim then
+		// decides again (see recheckAt).
+		recheck := p.recheckAt(it)
+		if quick := cfg.Now().Add(busyRecheck(cfg.Lease)); r.busyQuick && quick.Before(recheck) {
 			recheck = quick
 		}
 		p.nextDue.offer(recheck)
@@ -223,8 +223,9 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 	case digest.OutcomeNotDue:
 		c.pending.Add(1)
 		c.retryable.Add(1)
-		p.nextDue.offer(res.NextAttempt)
-		p.left.addRetryable(it.digest.Customer.ID, res.NextAttempt)
+		recheck := p.recheckAt(it)
+		p.nextDue.offer(recheck)
+		p.left.addRetryable(it.digest.Customer.ID, recheck)
 	case digest.OutcomeQuarantined:
 		if !first {
 			p.settledElsewhere()
@@ -622,6 +623,23 @@ func (p *pass) sample(it *item) {
 		attrs = append(attrs, "to", it.digest.Customer.Email)
 	}
 	cfg.Logger.Info("would send", attrs...)
+}
+
+// recheckAt is when a retry pass claims again a key the ledger answered
+// busy or not due: at the answer's NextAttempt (the lease's end, the
+// retry's due time), which is later than the call by the ledger's clock,
+// and so by this process's when the store converts it (ledger.CallTimes).
+// A NextAttempt no later than the answer came back is on another clock
+// (a store whose clock is not this run's, a ledger whose clock runs
+// behind): it says nothing about when the key comes due, and taken as it
+// is it would start the next pass at once, and every one after it, until
+// the ledger's clock reached it. The key is looked at again after
+// busyRecheck instead, as a key another run holds.
+func (p *pass) recheckAt(it *item) time.Time {
+	if at := it.claim.NextAttempt; at.After(it.claimed) {
+		return at
+	}
+	return it.claimed.Add(busyRecheck(p.runner.Config.Lease))
 }
 
 // busyRecheck is how soon a retry pass looks again at keys another run

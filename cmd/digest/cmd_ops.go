@@ -194,7 +194,7 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 			"a week that young may still be run again, and its receipts are what stop a resend; nothing deleted", *olderThan, days(horizon))
 	}
 	log := newLogger(env, st)
-	store, err := openLedger(ctx, st, log)
+	store, err := openLedger(ctx, env, st, log)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	if *by == "" {
 		*by = "operator"
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, st, newLogger(env, st))
 	if err != nil {
 		return err
 	}

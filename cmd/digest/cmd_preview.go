@@ -145,7 +145,7 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 	}
 	var store ledger.Store
 	if st.DatabaseURL != "" || fileExists(st.LedgerPath) {
-		if store, err = openLedger(ctx, st, log); err != nil {
+		if store, err = openLedger(ctx, env, st, log); err != nil {
 			return nil, err
 		}
 		if err := wv.pinned(ctx, store); err != nil {

@@ -73,7 +73,7 @@ func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, st, newLogger(env, st))
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 
-	store, err := openLedger(ctx, st, log)
+	store, err := openLedger(ctx, env, st, log)
 	if err != nil {
 		return err
 	}

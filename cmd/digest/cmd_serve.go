@@ -114,7 +114,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openLedger(ctx, st, log)
+	store, err := openLedger(ctx, env, st, log)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 			return usagef("remove needs --reason: the history keeps why")
 		}
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, st, newLogger(env, st))
 	if err != nil {
 		return err
 	}

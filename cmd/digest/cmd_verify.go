@@ -115,7 +115,7 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	store, err := openLedger(ctx, st, log)
+	store, err := openLedger(ctx, env, st, log)
 	if err != nil {
 		return err
 	}

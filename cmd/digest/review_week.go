@@ -47,7 +47,7 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 			return usagef("mark-sent --from-provider needs DIGEST_LOOKUP_URL: the provider to ask")
 		}
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, st, newLogger(env, st))
 	if err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	log := newLogger(env, st)
-	store, err := openLedger(ctx, st, log)
+	store, err := openLedger(ctx, env, st, log)
 	if err != nil {
 		return err
 	}

@@ -29,9 +29,11 @@ import (
 
 // openLedger opens the ledger the settings name and migrates it when it is
 // the embedded SQLite file (PostgreSQL is migrated by "digest migrate", a
-// separate step with its own grants).
-func openLedger(ctx context.Context, st *settings, log *slog.Logger) (ledger.Store, error) {
-	cfg := ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log}
+// separate step with its own grants). The times the store returns (a
+// lease's end, a retry's due time) are on the command's clock (Env.Now),
+// the clock a run schedules its passes by (ledger.CallTimes).
+func openLedger(ctx context.Context, env *Env, st *settings, log *slog.Logger) (ledger.Store, error) {
+	cfg := ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log, Now: env.Now}
 	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -167,7 +169,7 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
+	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe}
 	raw := st.SMTPURL
 	if raw == "" {
 		return ms, nil

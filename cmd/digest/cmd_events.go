@@ -83,7 +83,7 @@ func cmdEvents(ctx context.Context, env *Env, args []string) error {
 			*by = "operator"
 		}
 	}
-	store, err := openLedger(ctx, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, st, newLogger(env, st))
 	if err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe}
+	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
 	raw := st.SMTPURL
 	if raw == "" {
 		return ms, nil

@@ -99,8 +99,12 @@ func TestRetryCostWaitingOutACrashedLease(t *testing.T) {
 		t.Fatalf("rerun: exit %d\n%s", r.Code, r.Stderr)
 	}
 	e.AssertExactlyOnce(want)
-	if passes > 4 {
-		t.Errorf("%d passes waiting out the lease; want at most 4 (first, quick recheck, expiry, look-up delay)", passes)
+	// A quiet machine makes 4 (first, quick recheck, expiry, look-up
+	// delay); a loaded one may wake once or twice more for keys whose
+	// answer came back late. What load cannot make is a spin: a pass for
+	// every recheck of a key that is never due.
+	if passes > 8 {
+		t.Errorf("%d passes waiting out the lease; want a handful (4 on a quiet machine: first, quick recheck, expiry, look-up delay)", passes)
 	}
 	if retryRows := rows - customers; retryRows > (passes-1)*unsettled {
 		t.Errorf("retry passes read %d source rows; want at most %d a pass (the claims the crash left)", retryRows, unsettled)

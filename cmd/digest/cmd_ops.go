@@ -220,13 +220,6 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if *dry {
 		verb = "would prune"
 	}
-	switch {
-	case *dry:
-		fmt.Fprintf(env.Stdout, "would end %d claims no run finished (claimed with the lease expired, or retryable) older than %s\n", res.ClaimsEnded, *olderThan)
-	default:
-		fmt.Fprintf(env.Stdout, "ended %d claims no run finished older than %s: %d held (their send may have started: digest review), %d failed\n",
-			res.ClaimsEnded, *olderThan, res.ClaimsHeld, res.ClaimsEnded-res.ClaimsHeld)
-	}
 	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, res.Receipts, *olderThan)
 	for _, w := range res.Weeks {
 		how := ""
@@ -237,6 +230,13 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 		fmt.Fprintf(env.Stdout, "  %s  %d receipts%s\n", w.Week, w.Receipts, how)
+	}
+	switch {
+	case *dry:
+		fmt.Fprintf(env.Stdout, "would end %d claims no run finished (claimed with the lease expired, or retryable) older than %s\n", res.ClaimsEnded, *olderThan)
+	default:
+		fmt.Fprintf(env.Stdout, "ended %d claims no run finished older than %s: %d held (their send may have started: digest review), %d failed\n",
+			res.ClaimsEnded, *olderThan, res.ClaimsHeld, res.ClaimsEnded-res.ClaimsHeld)
 	}
 	if !*dry && len(res.Weeks) > 0 {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")

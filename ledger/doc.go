@@ -48,6 +48,14 @@
 //	acknowledged  not run since  prune naming held and quarantined  (none)        an operator       none
 //	held          not run since  prune naming held and quarantined  (none)        an operator       none
 //	quarantined   not run since  prune naming held and quarantined  (none)        an operator       none
+//	claimed       start expired  prune                              held          an operator       row
+//	claimed       lease expired  prune                              failed        an operator       row
+//	retryable     maybe sent     prune                              held          an operator       row
+//	retryable     -              prune                              failed        an operator       row
+//	claimed       start expired  prune naming held and quarantined  held          an operator       row
+//	claimed       lease expired  prune naming held and quarantined  failed        an operator       row
+//	retryable     maybe sent     prune naming held and quarantined  held          an operator       row
+//	retryable     -              prune naming held and quarantined  failed        an operator       row
 //	claimed       start expired  end claim no run will send         held          a run             row
 //	claimed       lease expired  end claim no run will send         failed        a run             row
 //	retryable     maybe sent     end claim no run will send         held          a run             row

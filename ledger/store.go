@@ -385,6 +385,12 @@ func (p PruneRequest) Cutoff(now time.Time) time.Time {
 type PruneResult struct {
 	Receipts int64        // in all
 	Weeks    []PrunedWeek // by week, oldest first
+	// ClaimsEnded counts the claims (and retryable receipts) of weeks
+	// older than the cutoff that the prune ended before deleting
+	// (EndStaleClaims; a dry run: would end); ClaimsHeld, those of them
+	// ended held because their send may have started.
+	ClaimsEnded int64
+	ClaimsHeld  int64
 }
 
 // PrunedWeek counts the receipts one prune removed from one ISO week.

@@ -96,6 +96,11 @@ type Transition struct {
 	History string
 }
 
+// HistoryPruneEnded is the history of a claim (or retryable receipt) a
+// prune ended before deleting (EndStaleClaims): not its own edge in time,
+// the receipt's week being older than the prune's cutoff (NotRunSince).
+const HistoryPruneEnded = PruneEndReason
+
 // Transitions is the state diagram: every (state, trigger) pair not listed
 // leaves the receipt as it is (a claim reports why; a fenced call gets
 // digest.ErrStaleClaim; an operator action ErrWrongState, ErrWasSent or
@@ -131,6 +136,14 @@ var Transitions = []Transition{
 	{digest.StateAcknowledged, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateHeld, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
 	{digest.StateQuarantined, NotRunSince, TriggerPruneHeldAndQuarantined, absentState, ActorOperator, RowNone, ""},
+	{digest.StateClaimed, StartExpired, TriggerPrune, digest.StateHeld, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateClaimed, LeaseExpired, TriggerPrune, digest.StateFailed, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateRetryable, MayBeSent, TriggerPrune, digest.StateHeld, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateRetryable, Always, TriggerPrune, digest.StateFailed, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateClaimed, StartExpired, TriggerPruneHeldAndQuarantined, digest.StateHeld, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateClaimed, LeaseExpired, TriggerPruneHeldAndQuarantined, digest.StateFailed, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateRetryable, MayBeSent, TriggerPruneHeldAndQuarantined, digest.StateHeld, ActorOperator, RowWritten, HistoryPruneEnded},
+	{digest.StateRetryable, Always, TriggerPruneHeldAndQuarantined, digest.StateFailed, ActorOperator, RowWritten, HistoryPruneEnded},
 	{digest.StateClaimed, StartExpired, TriggerEndClaim, digest.StateHeld, ActorRun, RowWritten, ""},
 	{digest.StateClaimed, LeaseExpired, TriggerEndClaim, digest.StateFailed, ActorRun, RowWritten, ""},
 	{digest.StateRetryable, MayBeSent, TriggerEndClaim, digest.StateHeld, ActorRun, RowWritten, ""},

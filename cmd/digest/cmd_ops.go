@@ -152,6 +152,16 @@ already), and every receipt of a week whose run started within DURATION
 (a backfill under way). Held and quarantined receipts are kept unless
 named.
 
+First, a prune ends the claims no run will finish: receipts of weeks
+older than DURATION (no run of the week started since) still claimed
+with their lease expired by the ledger's clock, or retryable, which a
+crashed run left (a sharded run cannot end those of customers deleted
+from the source, suppressed or out of the week). Each ends as a run ends
+a suppressed customer's: held (maybe sent, for "digest review") when its
+send may have started, else failed ("claim ended by prune: no run
+finished it"), with a history row; a later prune deletes the failed
+ones. A live claim is never touched. The output counts them.
+
 A prune leaves a tombstone for each week it took receipts from (per
 type and content version pinned for the week; "digest status" lists them):
 those receipts were the only record that their digests went out, so a
@@ -220,6 +230,13 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 		fmt.Fprintf(env.Stdout, "  %s  %d receipts%s\n", w.Week, w.Receipts, how)
+	}
+	switch {
+	case *dry:
+		fmt.Fprintf(env.Stdout, "would end %d claims no run finished (claimed with the lease expired, or retryable) older than %s\n", res.ClaimsEnded, *olderThan)
+	default:
+		fmt.Fprintf(env.Stdout, "ended %d claims no run finished older than %s: %d held (their send may have started: digest review), %d failed\n",
+			res.ClaimsEnded, *olderThan, res.ClaimsHeld, res.ClaimsEnded-res.ClaimsHeld)
 	}
 	if !*dry && len(res.Weeks) > 0 {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")

@@ -25,56 +25,7 @@ func TestRunEndsClaimsOfCustomersDeletedFromTheSource(t *testing.T) {
 	want := e.Seed(200, week40)
 	lease := []string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := e.Command(runCtx, append([]string{"DIGEST_RATE=20", "DIGEST_BURST=1"}, lease...), "run", "--week", week40s)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	claimed := func() (n int) {
-		_ = e.Pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE state = 'claimed'`).Scan(&n)
-		return n
-	}
-	e2etest.WaitFor(t, time.Minute, "claims and some messages", func() bool { return claimed() >= 5 && e.MailpitCount() >= 5 })
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-
-	// The customers of the claims the killed run left go from the source.
-	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := map[digest.Key]digest.Customer{}
-	for rec := range snapshot.Synthetic(200, week40, 1) {
-		for _, k := range kr.Candidates(digest.Identity{Customer: rec.Customer.ID, Week: week40, Type: "weekly_activity", Version: "v1"}) {
-			owner[k] = rec.Customer
-		}
-	}
-	rows, err := e.Pool.Query(ctx, `SELECT key FROM receipts WHERE state = 'claimed'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	deleted := map[string]string{} // key → email
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		c, ok := owner[digest.Key(k)]
-		if !ok {
-			t.Fatalf("claimed key %s is no customer's", k)
-		}
-		left, deleted[k] = append(left, c.ID), c.Email
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(left) == 0 {
-		t.Fatal("the killed run left no claim")
-	}
+	left, deleted := killLeavingClaims(t, e, 200, append([]string{"DIGEST_RATE=20", "DIGEST_BURST=1"}, lease...), "run", "--week", week40s)
 	for _, table := range []string{"digest_activity", "digest_customers"} {
 		if _, err := e.Pool.Exec(ctx, `DELETE FROM `+table+` WHERE customer_id = ANY($1)`, left); err != nil {
 			t.Fatal(err)
@@ -145,6 +96,63 @@ func TestRunEndsClaimsOfCustomersDeletedFromTheSource(t *testing.T) {
 		t.Fatalf("status receipts %v; want none claimed, the %d ended failed or held, %d sent", s.Receipts, len(deleted), len(want))
 	}
 	t.Logf("NUMBERS absent: claims left by the kill %d (held %d), ended by the rerun %d, sent %d", len(deleted), held, rerun.Count(t, "ended_claims"), s.Receipts["sent"])
+}
+
+// killLeavingClaims starts digest with args on the week40 source of n
+// customers, kills it once it holds claims and has sent some messages,
+// and returns the customers of the claims it left and their keys' emails.
+func killLeavingClaims(t *testing.T, e *e2etest.Env, n int, env []string, args ...string) (left []string, deleted map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := e.Command(runCtx, env, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	claimed := func() (n int) {
+		_ = e.Pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE state = 'claimed'`).Scan(&n)
+		return n
+	}
+	e2etest.WaitFor(t, time.Minute, "claims and some messages", func() bool { return claimed() >= 5 && e.MailpitCount() >= 5 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	kr, err := digest.ParseKeyring(e2etest.TestKeyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[digest.Key]digest.Customer{}
+	for rec := range snapshot.Synthetic(n, week40, 1) {
+		for _, k := range kr.Candidates(digest.Identity{Customer: rec.Customer.ID, Week: week40, Type: "weekly_activity", Version: "v1"}) {
+			owner[k] = rec.Customer
+		}
+	}
+	rows, err := e.Pool.Query(ctx, `SELECT key FROM receipts WHERE state = 'claimed'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted = map[string]string{} // key → email
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		c, ok := owner[digest.Key(k)]
+		if !ok {
+			t.Fatalf("claimed key %s is no customer's", k)
+		}
+		left, deleted[k] = append(left, c.ID), c.Email
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) == 0 {
+		t.Fatal("the killed run left no claim")
+	}
+	return left, deleted
 }
 
 // countTo counts Mailpit's messages to one address.

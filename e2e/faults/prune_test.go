@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -145,4 +146,89 @@ func TestPruneDuringARunKeepsLiveClaims(t *testing.T) {
 	}
 	t.Logf("NUMBERS prune-during-run: %s; %d claims live at the prune, kept; rerun refused; %d customers, one digest each",
 		strings.TrimSpace(strings.SplitN(during.Stdout, "\n", 2)[0]), live["claimed"], len(want))
+}
+
+// Issue 23, claims end, in a sharded deployment: a run of one shard killed
+// mid-send leaves receipts claimed, whose customers are then deleted from
+// the source. A run of the shard again cannot end them (a receipt holds
+// the key's HMAC, not its shard), so they stay claimed. Once the week is
+// older than the horizon, digest prune ends each (failed with its reason,
+// held when its send may have started) and says how many; status of the
+// week counts none claimed, and nobody got two messages.
+func TestPruneEndsClaimsAShardedRunLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := e2etest.NewEnv(t)
+	want := e.Seed(200, week40)
+	lease := []string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}
+	shard := []string{"run", "--week", week40s, "--shard", "0/2"}
+	left, deleted := killLeavingClaims(t, e, 200, append([]string{"DIGEST_RATE=20", "DIGEST_BURST=1"}, lease...), shard...)
+	for _, table := range []string{"digest_activity", "digest_customers"} {
+		if _, err := e.Pool.Exec(ctx, `DELETE FROM `+table+` WHERE customer_id = ANY($1)`, left); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e2etest.WaitFor(t, time.Minute, "the killed run's leases to expire", func() bool {
+		var live int
+		_ = e.Pool.QueryRow(ctx, `SELECT count(*) FROM receipts WHERE state = 'claimed' AND lease_expires_at > now()`).Scan(&live)
+		return live == 0
+	})
+	stateOf := func(k string) (state, reason string) {
+		t.Helper()
+		if err := e.Pool.QueryRow(ctx, `SELECT state, coalesce(last_error, '') FROM receipts WHERE key = $1`, k).Scan(&state, &reason); err != nil {
+			t.Fatal(err)
+		}
+		return state, reason
+	}
+	for k := range deleted { // a statement the killed run sent may have committed after the kill
+		if st, _ := stateOf(k); st != "claimed" && st != "retryable" {
+			t.Logf("%s: %s by the killed run's last statement", k, st)
+			delete(deleted, k)
+		}
+	}
+
+	rerun := e.RunEnv(lease, append(shard, "--deadline", "2m", "--lookup-delay", "1s")...)
+	if rerun.Code != 0 || rerun.Count(t, "ended_claims") != 0 {
+		t.Fatalf("rerun of the shard: exit %d, ended %d claims; want 0 and none (a sharded run cannot tell them absent)\n%s",
+			rerun.Code, rerun.Count(t, "ended_claims"), rerun.Stderr)
+	}
+	for k := range deleted {
+		if st, _ := stateOf(k); st != "claimed" && st != "retryable" {
+			t.Fatalf("%s: %s after the sharded rerun; want it still unfinished", k, st)
+		}
+	}
+
+	age(t, e, "true", true)
+	dry := e.MustRun("prune", "--older-than", "90d", "--dry-run")
+	wantExit(t, "dry run", dry, 0, fmt.Sprintf("would end %d claims no run finished", len(deleted)))
+	pruned := e.MustRun("prune", "--older-than", "90d")
+	wantExit(t, "prune", pruned, 0, fmt.Sprintf("ended %d claims no run finished older than 90d", len(deleted)))
+	held := 0
+	for k, email := range deleted {
+		st, reason := stateOf(k)
+		if reason != "claim ended by prune: no run finished it" || st != "failed" && st != "held" {
+			t.Errorf("%s: %s %q; want failed or held, with the prune's reason", k, st, reason)
+		}
+		if st == "held" {
+			held++
+		} else if n := countTo(t, e, email); n != 0 {
+			t.Errorf("%s: ended failed, not sent, yet has %d messages", k, n)
+		}
+	}
+	if d := e.Delivered(want); d.Duplicates != 0 {
+		t.Fatalf("delivery %+v; want no duplicate", d)
+	}
+
+	r := e.Run("status", "--week", week40s, "--json")
+	s := struct {
+		Receipts map[string]int `json:"receipts"`
+	}{}
+	if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil {
+		t.Fatalf("status --json: %v\n%s%s", err, r.Stdout, r.Stderr)
+	}
+	if s.Receipts["claimed"] != 0 || s.Receipts["retryable"] != 0 || s.Receipts["failed"]+s.Receipts["held"] != len(deleted) {
+		t.Fatalf("status receipts %v; want none claimed or retryable, the %d ended failed or held kept", s.Receipts, len(deleted))
+	}
+	t.Logf("NUMBERS prune-ends-claims: left by the killed shard %d, ended by prune %d (held %d); %s",
+		len(deleted), len(deleted), held, strings.TrimSpace(pruned.Stdout))
 }

@@ -83,6 +83,7 @@ var tests = []test{
 	{"PruneLeavesTombstones", testPruneLeavesTombstones},
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
+	{"PruneEndsClaimsNoRunFinishes", testPruneEndsClaimsNoRunFinishes},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"RecordExpectation", testRecordExpectation},
 	{"CountsFollowEveryChange", testCountsFollowEveryChange},

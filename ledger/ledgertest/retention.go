@@ -51,7 +51,8 @@ func startWeek(t *testing.T, s ledger.Store, pin digest.SnapshotPin, at time.Tim
 
 // Claimed (sending or not), retryable (maybe-sent or not) receipts are live
 // evidence: no prune removes them, whatever their age and whatever it
-// includes. Settled ones go.
+// includes; it ends them (see testPruneEndsClaimsNoRunFinishes), and a
+// later prune deletes the failed ones, never the held. Settled ones go.
 func testPruneKeepsLiveReceiptsWhateverTheirAge(t *testing.T, be Driver) {
 	s, clk, _ := fresh(t, be)
 	ctx := context.Background()
@@ -91,14 +92,101 @@ func testPruneKeepsLiveReceiptsWhateverTheirAge(t *testing.T, be Driver) {
 			t.Errorf("%s: %v, want pruned", k[0], err)
 		}
 	}
-	// The maybe-sent one is still looked up before any resend.
-	clk.Advance(time.Hour)
-	if c := mustClaim(t, s, req(maybeSent, "fp1")); !c.MaybeSent {
-		t.Errorf("maybe-sent receipt lost its mark: %+v", c)
+	// The prune ended them instead: those whose send may have started
+	// held, still maybe sent, the others failed.
+	for k, st := range map[digest.Key]digest.State{claimed[0]: digest.StateFailed, sending[0]: digest.StateHeld,
+		retryable[0]: digest.StateFailed, maybeSent[0]: digest.StateHeld} {
+		if r, _ := show(t, s, k); r.State != st || st == digest.StateHeld && !r.MaybeSent {
+			t.Errorf("%s: %+v; want %s", k, r, st)
+		}
 	}
-	// A claim whose lease ran out, untouched for years, is still kept.
-	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(old)}); res.Receipts != 0 {
-		t.Fatalf("second prune removed %+v", res)
+	// A later prune deletes the failed ones and keeps the held ones.
+	clk.Advance(time.Hour)
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(old)}); res.Receipts != 2 || res.ClaimsEnded != 0 {
+		t.Fatalf("second prune: %+v, want the 2 failed receipts", res)
+	}
+	for _, k := range [][]digest.Key{sending, maybeSent} {
+		if r, _ := show(t, s, k[0]); r.State != digest.StateHeld || !r.MaybeSent {
+			t.Errorf("%s: %+v; want kept held, maybe sent", k[0], r)
+		}
+	}
+}
+
+// A prune first ends the claims no run will finish, the way a run ends a
+// suppressed customer's (digest.ClaimEnder): receipts last updated before
+// its cutoff, of a week no run started since, claimed with the lease
+// expired by the ledger's clock or retryable. One whose send may have
+// started ends held and maybe sent, never closed as not sent; the others
+// failed with the prune's reason; each with a history row. A live claim,
+// a week under run and a dry run change nothing. The ended receipts are
+// not deleted by the prune that ends them; a later one deletes the failed.
+func testPruneEndsClaimsNoRunFinishes(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	idle := mustClaim(t, s, req(keys(t, "idle"), "fp1"))
+	started := mustClaim(t, s, req(keys(t, "started"), "fp1"))
+	if err := start1(t, s, started.Key, started.Token); err != nil {
+		t.Fatal(err)
+	}
+	retry := mustClaim(t, s, req(keys(t, "retry"), "fp1"))
+	if err := finish1(t, s, digest.Finish{Key: retry.Key, Token: retry.Token, State: digest.StateRetryable, Reason: "421", NextAttempt: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	sent := send(t, s, keys(t, "sent"), "ref-1")
+
+	clk.Advance(old)
+	startWeek(t, s, pinOf(week, "v1"), clk.Now())
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now().Add(-time.Hour)}); res.ClaimsEnded != 0 || res.Receipts != 0 {
+		t.Fatalf("prune of a week under run: %+v, want nothing ended or pruned", res)
+	}
+	clk.Advance(2 * time.Hour)
+	live := mustClaim(t, s, req(keys(t, "live"), "fp1")) // updated before the cutoff, its lease live
+	cutoff := clk.Now().Add(time.Second)
+	clk.Advance(2 * time.Second) // what the prune ends is stamped after its cutoff, as with any real one
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: cutoff, DryRun: true}); res.ClaimsEnded != 3 || res.Receipts != 1 {
+		t.Fatalf("dry run: %+v, want 3 claims to end and 1 receipt to prune", res)
+	}
+	if r, _ := show(t, s, idle.Key); r.State != digest.StateClaimed {
+		t.Fatalf("a dry run ended %+v", r)
+	}
+	res := mustPrune(t, s, ledger.PruneRequest{Before: cutoff})
+	if res.ClaimsEnded != 3 || res.ClaimsHeld != 1 || res.Receipts != 1 {
+		t.Fatalf("prune: %+v, want 3 claims ended (1 held) and the sent receipt pruned", res)
+	}
+	if _, _, err := s.Show(ctx, sent.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("sent receipt: %v, want pruned", err)
+	}
+	for k, st := range map[digest.Key]digest.State{idle.Key: digest.StateFailed, started.Key: digest.StateHeld, retry.Key: digest.StateFailed} {
+		r, events := show(t, s, k)
+		if r.State != st || r.LastError != ledger.PruneEndReason || !r.LeaseExpires.IsZero() || st == digest.StateHeld && !r.MaybeSent {
+			t.Fatalf("%s: %+v; want %s with the prune's reason", k, r, st)
+		}
+		if last := events[len(events)-1]; last.To != st || last.Detail != ledger.PruneEndReason {
+			t.Fatalf("%s: last event %+v; want to %s with the prune's reason", k, last, st)
+		}
+	}
+	if r, _ := show(t, s, live.Key); r.State != digest.StateClaimed {
+		t.Fatalf("live claim: %+v; want untouched", r)
+	}
+	// The crashed run's token cannot finish an ended claim.
+	if err := finish1(t, s, digest.Finish{Key: idle.Key, Token: idle.Token, State: digest.StateSent, ProviderRef: "late"}); err == nil {
+		t.Fatal("the crashed run's token finished a claim the prune ended")
+	}
+	c, err := s.Counts(ctx, week)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ByState[digest.StateClaimed] != 1 || c.ByState[digest.StateHeld] != 1 || c.ByState[digest.StateFailed] != 2 {
+		t.Fatalf("counts %+v; want the live claim claimed, 1 held, 2 failed", c.ByState)
+	}
+	// A later prune deletes the failed ones, keeps the held one, and ends
+	// the claim whose lease has since run out.
+	clk.Advance(old)
+	if res := mustPrune(t, s, ledger.PruneRequest{Before: clk.Now()}); res.Receipts != 2 || res.ClaimsEnded != 1 {
+		t.Fatalf("later prune: %+v, want the 2 failed pruned and the expired claim ended", res)
+	}
+	if r, _ := show(t, s, started.Key); r.State != digest.StateHeld {
+		t.Fatalf("held receipt: %+v; want kept", r)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,7 +163,7 @@ func apply(ctx context.Context, s ledger.Store, k []digest.Key, c digest.ClaimRe
 	case ledger.TriggerPrune, ledger.TriggerPruneHeldAndQuarantined:
 		all := trigger == ledger.TriggerPruneHeldAndQuarantined
 		_, err := s.Prune(ctx, ledger.PruneRequest{Before: now.Add(-time.Hour), IncludeHeld: all, IncludeQuarantined: all})
-		return "", err
+		return ledger.PruneEndReason, err // of a claim it ends
 	case ledger.TriggerEndClaim:
 		const reason = "walked: no run will send it"
 		_, err := s.EndClaims(ctx, []digest.EndClaim{{Keys: k, Week: week, Reason: reason, RunID: "run-walk"}})
@@ -211,8 +212,20 @@ func walk(ctx context.Context, t *testing.T, be Driver, sit situation, triggers 
 		subjects[i] = subject{k, sit.setup(t, s, k)}
 	}
 	clk.Advance(sit.after)
+	holds := append([]ledger.Condition{ledger.NotRunSince}, sit.holds...)
 	if len(triggers) == 1 && (triggers[0] == ledger.TriggerPrune || triggers[0] == ledger.TriggerPruneHeldAndQuarantined) {
 		clk.Advance(old)
+		// Old enough to prune, a live lease has expired and a retry
+		// is due.
+		holds = slices.Clone(holds)
+		for i, c := range holds {
+			switch c {
+			case ledger.LeaseLive:
+				holds[i] = ledger.LeaseExpired
+			case ledger.NotDue:
+				holds[i] = ledger.Due
+			}
+		}
 	}
 	for i, trigger := range triggers {
 		sub := subjects[i]
@@ -221,7 +234,6 @@ func walk(ctx context.Context, t *testing.T, be Driver, sit situation, triggers 
 			key = sub.keys[0]
 		}
 		before, history := showOrAbsent(ctx, t, s, key)
-		holds := append([]ledger.Condition{ledger.NotRunSince}, sit.holds...)
 		if sit.state != before.State {
 			t.Fatalf("%s: set up as %q, is %q", sit.name, sit.state, before.State)
 		}

@@ -24,6 +24,7 @@ var (
 	startWeekSQL         = queries.Get("StartWeek")
 	weekTombstoneSQL     = queries.Get("WeekTombstone")
 	tombstonesSQL        = queries.Get("Tombstones")
+	staleClaimsSQL       = queries.Get("StaleClaims")
 
 	droppablePartitionsSQL = queries.Get("DroppablePartitions")
 	lockReceiptsSQL        = queries.Get("LockReceipts")
@@ -66,11 +67,16 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	// Fixed once: every statement below compares with the same cutoff,
 	// which only gets further behind the server's clock as they run.
 	p.Before, p.OlderThan = cutoff, 0
+	var ends ledger.PruneResult
+	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, s.staleClaims(p.Before), s.EndClaims); err != nil {
+		return ledger.PruneResult{}, fmt.Errorf("prune: end stale claims: %w", err)
+	}
 	if p.DryRun {
 		res, err := s.prunable(ctx, p)
 		if err != nil {
 			return ledger.PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
 		}
+		res.ClaimsEnded = ends.ClaimsEnded
 		return res, nil
 	}
 	dropped, err := s.dropPartitions(ctx, p)
@@ -102,6 +108,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		res.AddDropped(w.Week, w.Receipts)
 	}
 	sortWeeks(&res)
+	res.ClaimsEnded, res.ClaimsHeld = ends.ClaimsEnded, ends.ClaimsHeld
 	// Prune run as the owner of receipts, every month or so, keeps the
 	// coming weeks' partitions made between deploys that run migrate; as
 	// another role it could make none, and says nothing of it (a run's
@@ -110,6 +117,29 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		s.ensurePartitionsAhead(ctx)
 	}
 	return res, nil
+}
+
+// staleClaims lists the claims a prune with cutoff ends
+// (ledger.EndStaleClaims).
+func (s *Store) staleClaims(cutoff time.Time) func(context.Context, digest.Key, int) ([]ledger.StaleClaim, error) {
+	return func(ctx context.Context, after digest.Key, limit int) ([]ledger.StaleClaim, error) {
+		rows, err := s.pool.Query(ctx, staleClaimsSQL, cutoff, s.clockArg(), string(after), limit)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.StaleClaim, error) {
+			var (
+				c         ledger.StaleClaim
+				key, week string
+			)
+			if err := row.Scan(&key, &week); err != nil {
+				return c, err
+			}
+			c.Key = digest.Key(key)
+			c.Week, err = digest.ParseISOWeek(week)
+			return c, err
+		})
+	}
 }
 
 // pruneCutoff is p's cutoff by the ledger's clock (see ledger.PruneRequest):

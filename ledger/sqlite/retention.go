@@ -22,6 +22,7 @@ var (
 	startWeekSQL         = queries.Get("StartWeek")
 	weekTombstoneSQL     = queries.Get("WeekTombstone")
 	tombstonesSQL        = queries.Get("Tombstones")
+	staleClaimsSQL       = queries.Get("StaleClaims")
 )
 
 // Prune removes settled receipts, their events and old observations in one
@@ -36,9 +37,16 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
+	// Claims no run will finish end first (in their own transactions:
+	// EndClaims checks each again), by the cutoff the prune below uses or
+	// an earlier one.
+	var ends ledger.PruneResult
+	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, s.staleClaims(p.Cutoff(s.now())), s.EndClaims); err != nil {
+		return ledger.PruneResult{}, fmt.Errorf("prune: end stale claims: %w", err)
+	}
 	var res ledger.PruneResult
 	err = s.write(ctx, func(tx sqliteTx) error {
-		res = ledger.PruneResult{}
+		res = ledger.PruneResult{ClaimsEnded: ends.ClaimsEnded, ClaimsHeld: ends.ClaimsHeld}
 		// The store's clock is the database's: the embedded ledger has no
 		// server, and this process's clock stamped every row compared
 		// here. Read under the write lock, so a StartWeek committed just
@@ -86,6 +94,30 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
 	return res, nil
+}
+
+// staleClaims lists the claims a prune with cutoff ends
+// (ledger.EndStaleClaims).
+func (s *Store) staleClaims(cutoff time.Time) func(context.Context, digest.Key, int) ([]ledger.StaleClaim, error) {
+	return func(ctx context.Context, after digest.Key, limit int) ([]ledger.StaleClaim, error) {
+		var clock any // NULL: SQLite's own
+		if s.ledgerNow != nil {
+			clock = s.ledgerNow().UnixMicro()
+		}
+		return queryAll(ctx, s.db, func(row rowScanner) (ledger.StaleClaim, error) {
+			var (
+				c         ledger.StaleClaim
+				key, week string
+				err       error
+			)
+			if err := row.Scan(&key, &week); err != nil {
+				return c, err
+			}
+			c.Key = digest.Key(key)
+			c.Week, err = digest.ParseISOWeek(week)
+			return c, err
+		}, staleClaimsSQL, cutoff.UnixMicro(), clock, string(after), limit)
+	}
 }
 
 // StartWeek records the start of a run of pin and returns the week's

@@ -87,3 +87,15 @@ FROM unnest($1::text[], $2::bigint[]) AS w(iso_week, n) LEFT JOIN snapshot_pins 
 ON CONFLICT (iso_week, digest_type, version) DO UPDATE
 SET receipts_pruned = prune_tombstones.receipts_pruned + excluded.receipts_pruned,
     last_pruned_at = excluded.last_pruned_at;
+
+-- name: StaleClaims
+-- The receipts a prune ends before deleting (ledger.EndStaleClaims):
+-- claimed with the lease expired by the clock $2 (NULL: now()), or
+-- retryable, last updated before the cutoff $1, of a week no run started
+-- since; after the key $3, in key order, at most $4.
+SELECT key, iso_week FROM receipts
+WHERE updated_at < $1
+    AND ((state = 'claimed' AND lease_expires_at <= coalesce($2::timestamptz, now())) OR state = 'retryable')
+    AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= $1)
+    AND key > $3
+ORDER BY key LIMIT $4;

@@ -52,3 +52,15 @@ ORDER BY digest_type DESC LIMIT 1;
 SELECT digest_type, iso_week, version, receipts_pruned, first_pruned_at, last_pruned_at
 FROM prune_tombstones
 WHERE ?1 = '' OR iso_week = ?1 ORDER BY iso_week DESC, digest_type, version;
+
+-- name: StaleClaims
+-- The receipts a prune ends before deleting (ledger.EndStaleClaims):
+-- claimed with the lease expired by the clock ?2 (NULL: SQLite's), or
+-- retryable, last updated before the cutoff ?1, of a week no run started
+-- since; after the key ?3, in key order, at most ?4.
+SELECT key, iso_week FROM receipts
+WHERE updated_at < ?1
+    AND ((state = 'claimed' AND lease_expires_at <= coalesce(?2, CAST(unixepoch('subsec') * 1000000 AS INTEGER))) OR state = 'retryable')
+    AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= ?1)
+    AND key > ?3
+ORDER BY key LIMIT ?4;

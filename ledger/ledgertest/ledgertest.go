@@ -84,6 +84,7 @@ var tests = []test{
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"PruneEndsClaimsNoRunFinishes", testPruneEndsClaimsNoRunFinishes},
+	{"PruneEndsNoClaimOfWeekStartedAfterListing", testPruneEndsNoClaimOfWeekStartedAfterListing},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"RecordExpectation", testRecordExpectation},
 	{"CountsFollowEveryChange", testCountsFollowEveryChange},

@@ -190,6 +190,53 @@ func testPruneEndsClaimsNoRunFinishes(t *testing.T, be Driver) {
 	}
 }
 
+// A run of an old week (a backfill) that starts after a prune listed the
+// week's stale claims and before it ends them keeps them: the ending checks
+// the week's runs again, in its own transaction. A week no run started
+// since, listed in the same page, ends as before.
+func testPruneEndsNoClaimOfWeekStartedAfterListing(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	ender, ok := s.(ledger.StaleClaimEnder)
+	if !ok {
+		t.Fatalf("%T is not a ledger.StaleClaimEnder", s)
+	}
+	retry := mustClaim(t, s, req(keys(t, "retry"), "fp1"))
+	if err := finish1(t, s, digest.Finish{Key: retry.Key, Token: retry.Token, State: digest.StateRetryable, Reason: "421", NextAttempt: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	idle := mustClaim(t, s, req(keys(t, "idle"), "fp1"))
+	other := week.Next()
+	r := req(keyring(t, "k1").Candidates(digest.Identity{Customer: "other_week", Week: other, Type: "weekly_activity", Version: "v1"}), "fp1")
+	r.Week = other
+	elsewhere := mustClaim(t, s, r)
+
+	clk.Advance(old)
+	cutoff := clk.Now().Add(-time.Hour)
+	page, err := ender.StaleClaims(ctx, cutoff, "", 10)
+	if err != nil || len(page) != 3 {
+		t.Fatalf("stale claims: %+v, %v; want 3", page, err)
+	}
+	startWeek(t, s, pinOf(week, "v1"), clk.Now()) // the backfill of week
+	ended, err := ender.EndStaleClaims(ctx, cutoff, ledger.PruneEnds(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) != 1 || ended[0].Key != elsewhere.Key || ended[0].To != digest.StateFailed {
+		t.Fatalf("ended %+v; want only %s, of the week no run started, failed", ended, elsewhere.Key)
+	}
+	for k, st := range map[digest.Key]digest.State{retry.Key: digest.StateRetryable, idle.Key: digest.StateClaimed} {
+		if r, _ := show(t, s, k); r.State != st || r.LastError == ledger.PruneEndReason {
+			t.Fatalf("%s: %+v; want left %s for the backfill", k, r, st)
+		}
+	}
+	// The backfill retries the retryable receipt.
+	c := mustClaim(t, s, req(keys(t, "retry"), "fp1"))
+	if c.Key != retry.Key {
+		t.Fatalf("backfill claimed %s; want %s", c.Key, retry.Key)
+	}
+}
+
 // A prune leaves a tombstone per pin of each week it took receipts from,
 // even some of them (one standing for every type and version when the week
 // has no pin); a dry run leaves none; later prunes add to it and never

@@ -110,6 +110,7 @@ var tests = []test{
 var poolTests = []test{
 	{"RenewSkipsLockedRows", testRenewSkipsLockedRows},
 	{"PruneAndRunStartDoNotCrossPostgres", testPruneAndRunStartDoNotCrossPostgres},
+	{"PruneEndingWaitsForRunStartPostgres", testPruneEndingWaitsForRunStartPostgres},
 }
 
 // Run runs the contract suite on d, each test as a parallel subtest of t.

@@ -449,3 +449,51 @@ func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
 		}
 	})
 }
+
+// PostgreSQL: the ending of a prune's stale claims and a run's start on
+// the same week never cross. Listed before a run of the week records its
+// start, the claims are not ended by an ending that starts while that
+// start is under way: it waits for it and then keeps the week's receipts.
+func testPruneEndingWaitsForRunStartPostgres(t *testing.T, be Driver) {
+	ctx := context.Background()
+	s, clk, _ := fresh(t, be)
+	ender, ok := s.(ledger.StaleClaimEnder)
+	if !ok {
+		t.Fatalf("%T is not a ledger.StaleClaimEnder", s)
+	}
+	idle := mustClaim(t, s, req(keys(t, "idle"), "fp1"))
+	clk.Advance(old)
+	cutoff := clk.Now().Add(-time.Hour)
+	page, err := ender.StaleClaims(ctx, cutoff, "", 10)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("stale claims: %+v, %v; want 1", page, err)
+	}
+	pool := be.Pool(s)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// What StartWeek does first.
+	if _, err := tx.Exec(ctx, `INSERT INTO week_runs VALUES ('weekly_activity', $1, 'v3', $2)`, week.String(), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []digest.EndedClaim)
+	go func() {
+		ended, err := ender.EndStaleClaims(ctx, cutoff, ledger.PruneEnds(page))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ended
+	}()
+	waitForLockWait(t, pool)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ended := <-done; len(ended) != 0 {
+		t.Fatalf("ended %+v after a concurrent run start; want none", ended)
+	}
+	if r, _ := show(t, s, idle.Key); r.State != digest.StateClaimed {
+		t.Fatalf("%+v; want left claimed for the run", r)
+	}
+}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -24,34 +25,41 @@ type StaleClaim struct {
 // time.
 const staleClaimPage = 1000
 
-// EndStaleClaims ends, before a prune deletes anything, the receipts no run
-// will finish: a crashed run's claims (and retryable receipts) of weeks
-// older than the cutoff, whose customer no run reads any more (suppressed,
-// deleted from the source, out of the week; a sharded run cannot tell).
-// Left alone they would stay claimed for ever, which prune never deletes.
-// list returns the stale claims after a key, in key order, at most limit;
-// end is the store's EndClaims, which checks each again (a live claim is
-// never touched) and ends it held when its send may have started, failed
-// otherwise, with a history row. A dry run only counts the listed ones.
-// It sets res.ClaimsEnded and res.ClaimsHeld.
-func EndStaleClaims(ctx context.Context, dry bool, res *PruneResult,
-	list func(ctx context.Context, after digest.Key, limit int) ([]StaleClaim, error),
-	end func(ctx context.Context, ends []digest.EndClaim) ([]digest.EndedClaim, error),
-) error {
+// StaleClaimEnder is what a store gives EndStaleClaims.
+type StaleClaimEnder interface {
+	// StaleClaims returns the stale claims of a prune with cutoff after
+	// the key after, in key order, at most limit.
+	StaleClaims(ctx context.Context, cutoff time.Time, after digest.Key, limit int) ([]StaleClaim, error)
+	// EndStaleClaims is EndClaims for a prune with cutoff: in the same
+	// transaction as the change, and with every StartWeek of the ledger
+	// waiting for it, it skips each receipt of a week a run started since
+	// the cutoff. So a run that starts after StaleClaims listed its week's
+	// receipts (a backfill of an old week) keeps the ones it may retry.
+	EndStaleClaims(ctx context.Context, cutoff time.Time, ends []digest.EndClaim) ([]digest.EndedClaim, error)
+}
+
+// EndStaleClaims ends, before a prune with cutoff deletes anything, the
+// receipts no run will finish: a crashed run's claims (and retryable
+// receipts) of weeks older than the cutoff, whose customer no run reads
+// any more (suppressed, deleted from the source, out of the week; a
+// sharded run cannot tell). Left alone they would stay claimed for ever,
+// which prune never deletes. It lists them a page at a time
+// (StaleClaims) and ends each page (EndStaleClaims), which checks each
+// again: a live claim, or one of a week a run started since the listing,
+// is never touched; the others end held when their send may have
+// started, failed otherwise, with a history row. A dry run only counts
+// the listed ones. It sets res.ClaimsEnded and res.ClaimsHeld.
+func EndStaleClaims(ctx context.Context, dry bool, res *PruneResult, cutoff time.Time, s StaleClaimEnder) error {
 	var after digest.Key
 	for {
-		page, err := list(ctx, after, staleClaimPage)
+		page, err := s.StaleClaims(ctx, cutoff, after, staleClaimPage)
 		if err != nil {
 			return err
 		}
 		if dry {
 			res.ClaimsEnded += int64(len(page))
 		} else if len(page) > 0 {
-			ends := make([]digest.EndClaim, len(page))
-			for i, c := range page {
-				ends[i] = digest.EndClaim{Keys: []digest.Key{c.Key}, Week: c.Week, Reason: PruneEndReason, RunID: PruneRunID}
-			}
-			ended, err := end(ctx, ends)
+			ended, err := s.EndStaleClaims(ctx, cutoff, PruneEnds(page))
 			if err != nil {
 				return err
 			}
@@ -67,4 +75,14 @@ func EndStaleClaims(ctx context.Context, dry bool, res *PruneResult,
 		}
 		after = page[len(page)-1].Key
 	}
+}
+
+// PruneEnds are the ends of the stale claims page, with the prune's reason
+// and run id.
+func PruneEnds(page []StaleClaim) []digest.EndClaim {
+	ends := make([]digest.EndClaim, len(page))
+	for i, c := range page {
+		ends[i] = digest.EndClaim{Keys: []digest.Key{c.Key}, Week: c.Week, Reason: PruneEndReason, RunID: PruneRunID}
+	}
+	return ends
 }

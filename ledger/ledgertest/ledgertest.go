@@ -84,6 +84,7 @@ var tests = []test{
 	{"PruneKeepsAWeekUnderRun", testPruneKeepsAWeekUnderRun},
 	{"PruneRefusesNoCutoff", testPruneRefusesNoCutoff},
 	{"PruneEndsClaimsNoRunFinishes", testPruneEndsClaimsNoRunFinishes},
+	{"PruneEndsNoClaimOfWeekStartedAfterListing", testPruneEndsNoClaimOfWeekStartedAfterListing},
 	{"RecordRunEnd", testRecordRunEnd},
 	{"RecordExpectation", testRecordExpectation},
 	{"CountsFollowEveryChange", testCountsFollowEveryChange},
@@ -109,6 +110,7 @@ var tests = []test{
 var poolTests = []test{
 	{"RenewSkipsLockedRows", testRenewSkipsLockedRows},
 	{"PruneAndRunStartDoNotCrossPostgres", testPruneAndRunStartDoNotCrossPostgres},
+	{"PruneEndingWaitsForRunStartPostgres", testPruneEndingWaitsForRunStartPostgres},
 }
 
 // Run runs the contract suite on d, each test as a parallel subtest of t.

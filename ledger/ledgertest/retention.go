@@ -190,6 +190,53 @@ func testPruneEndsClaimsNoRunFinishes(t *testing.T, be Driver) {
 	}
 }
 
+// A run of an old week (a backfill) that starts after a prune listed the
+// week's stale claims and before it ends them keeps them: the ending checks
+// the week's runs again, in its own transaction. A week no run started
+// since, listed in the same page, ends as before.
+func testPruneEndsNoClaimOfWeekStartedAfterListing(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	ender, ok := s.(ledger.StaleClaimEnder)
+	if !ok {
+		t.Fatalf("%T is not a ledger.StaleClaimEnder", s)
+	}
+	retry := mustClaim(t, s, req(keys(t, "retry"), "fp1"))
+	if err := finish1(t, s, digest.Finish{Key: retry.Key, Token: retry.Token, State: digest.StateRetryable, Reason: "421", NextAttempt: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	idle := mustClaim(t, s, req(keys(t, "idle"), "fp1"))
+	other := week.Next()
+	r := req(keyring(t, "k1").Candidates(digest.Identity{Customer: "other_week", Week: other, Type: "weekly_activity", Version: "v1"}), "fp1")
+	r.Week = other
+	elsewhere := mustClaim(t, s, r)
+
+	clk.Advance(old)
+	cutoff := clk.Now().Add(-time.Hour)
+	page, err := ender.StaleClaims(ctx, cutoff, "", 10)
+	if err != nil || len(page) != 3 {
+		t.Fatalf("stale claims: %+v, %v; want 3", page, err)
+	}
+	startWeek(t, s, pinOf(week, "v1"), clk.Now()) // the backfill of week
+	ended, err := ender.EndStaleClaims(ctx, cutoff, ledger.PruneEnds(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) != 1 || ended[0].Key != elsewhere.Key || ended[0].To != digest.StateFailed {
+		t.Fatalf("ended %+v; want only %s, of the week no run started, failed", ended, elsewhere.Key)
+	}
+	for k, st := range map[digest.Key]digest.State{retry.Key: digest.StateRetryable, idle.Key: digest.StateClaimed} {
+		if r, _ := show(t, s, k); r.State != st || r.LastError == ledger.PruneEndReason {
+			t.Fatalf("%s: %+v; want left %s for the backfill", k, r, st)
+		}
+	}
+	// The backfill retries the retryable receipt.
+	c := mustClaim(t, s, req(keys(t, "retry"), "fp1"))
+	if c.Key != retry.Key {
+		t.Fatalf("backfill claimed %s; want %s", c.Key, retry.Key)
+	}
+}
+
 // A prune leaves a tombstone per pin of each week it took receipts from,
 // even some of them (one standing for every type and version when the week
 // has no pin); a dry run leaves none; later prunes add to it and never
@@ -401,4 +448,52 @@ func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
 			t.Fatalf("prune after a concurrent run start: %+v, want the week kept", res)
 		}
 	})
+}
+
+// PostgreSQL: the ending of a prune's stale claims and a run's start on
+// the same week never cross. Listed before a run of the week records its
+// start, the claims are not ended by an ending that starts while that
+// start is under way: it waits for it and then keeps the week's receipts.
+func testPruneEndingWaitsForRunStartPostgres(t *testing.T, be Driver) {
+	ctx := context.Background()
+	s, clk, _ := fresh(t, be)
+	ender, ok := s.(ledger.StaleClaimEnder)
+	if !ok {
+		t.Fatalf("%T is not a ledger.StaleClaimEnder", s)
+	}
+	idle := mustClaim(t, s, req(keys(t, "idle"), "fp1"))
+	clk.Advance(old)
+	cutoff := clk.Now().Add(-time.Hour)
+	page, err := ender.StaleClaims(ctx, cutoff, "", 10)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("stale claims: %+v, %v; want 1", page, err)
+	}
+	pool := be.Pool(s)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// What StartWeek does first.
+	if _, err := tx.Exec(ctx, `INSERT INTO week_runs VALUES ('weekly_activity', $1, 'v3', $2)`, week.String(), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []digest.EndedClaim)
+	go func() {
+		ended, err := ender.EndStaleClaims(ctx, cutoff, ledger.PruneEnds(page))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ended
+	}()
+	waitForLockWait(t, pool)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ended := <-done; len(ended) != 0 {
+		t.Fatalf("ended %+v after a concurrent run start; want none", ended)
+	}
+	if r, _ := show(t, s, idle.Key); r.State != digest.StateClaimed {
+		t.Fatalf("%+v; want left claimed for the run", r)
+	}
 }

@@ -301,6 +301,33 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 // one statement.
 func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
 	defer classify(&err)
+	return s.endClaims(ctx, s.pool, ends, nil)
+}
+
+// EndStaleClaims ends a prune's stale claims (ledger.StaleClaimEnder):
+// EndClaims under week_runs' SHARE lock, as the prune's deletion takes it,
+// so a StartWeek waits for the commit, and one committed before is seen by
+// the statement, which skips the weeks a run started since cutoff.
+func (s *Store) EndStaleClaims(ctx context.Context, cutoff time.Time, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
+	defer classify(&err)
+	var ended []digest.EndedClaim
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockWeekRunsSQL); err != nil {
+			return fmt.Errorf("end stale claims: %w", err)
+		}
+		ended, err = s.endClaims(ctx, tx, ends, cutoff.UTC().Truncate(time.Microsecond))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ended, nil
+}
+
+// endClaims runs EndClaim on q; cutoff, when not nil, is a prune's.
+func (s *Store) endClaims(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, ends []digest.EndClaim, cutoff any) ([]digest.EndedClaim, error) {
 	if len(ends) == 0 {
 		return nil, nil
 	}
@@ -310,7 +337,7 @@ func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []dige
 			keys, reasons, runs, weeks = append(keys, string(k)), append(reasons, e.Reason), append(runs, e.RunID), append(weeks, e.Week.String())
 		}
 	}
-	rows, err := s.pool.Query(ctx, endClaimSQL, s.clockArg(), keys, reasons, runs, weeks)
+	rows, err := q.Query(ctx, endClaimSQL, s.clockArg(), keys, reasons, runs, weeks, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("end claims: %w", err)
 	}

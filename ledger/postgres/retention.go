@@ -68,7 +68,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	// which only gets further behind the server's clock as they run.
 	p.Before, p.OlderThan = cutoff, 0
 	var ends ledger.PruneResult
-	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, s.staleClaims(p.Before), s.EndClaims); err != nil {
+	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, p.Before, s); err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: end stale claims: %w", err)
 	}
 	if p.DryRun {
@@ -119,27 +119,26 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	return res, nil
 }
 
-// staleClaims lists the claims a prune with cutoff ends
-// (ledger.EndStaleClaims).
-func (s *Store) staleClaims(cutoff time.Time) func(context.Context, digest.Key, int) ([]ledger.StaleClaim, error) {
-	return func(ctx context.Context, after digest.Key, limit int) ([]ledger.StaleClaim, error) {
-		rows, err := s.pool.Query(ctx, staleClaimsSQL, cutoff, s.clockArg(), string(after), limit)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.StaleClaim, error) {
-			var (
-				c         ledger.StaleClaim
-				key, week string
-			)
-			if err := row.Scan(&key, &week); err != nil {
-				return c, err
-			}
-			c.Key = digest.Key(key)
-			c.Week, err = digest.ParseISOWeek(week)
-			return c, err
-		})
+// StaleClaims lists the claims a prune with cutoff ends
+// (ledger.StaleClaimEnder).
+func (s *Store) StaleClaims(ctx context.Context, cutoff time.Time, after digest.Key, limit int) (_ []ledger.StaleClaim, err error) {
+	defer classify(&err)
+	rows, err := s.pool.Query(ctx, staleClaimsSQL, cutoff, s.clockArg(), string(after), limit)
+	if err != nil {
+		return nil, err
 	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.StaleClaim, error) {
+		var (
+			c         ledger.StaleClaim
+			key, week string
+		)
+		if err := row.Scan(&key, &week); err != nil {
+			return c, err
+		}
+		c.Key = digest.Key(key)
+		c.Week, err = digest.ParseISOWeek(week)
+		return c, err
+	})
 }
 
 // pruneCutoff is p's cutoff by the ledger's clock (see ledger.PruneRequest):

@@ -309,14 +309,28 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 // one BEGIN IMMEDIATE transaction.
 func (s *Store) EndClaims(ctx context.Context, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
 	defer classify(&err)
+	return s.endClaims(ctx, ends, nil)
+}
+
+// EndStaleClaims ends a prune's stale claims (ledger.StaleClaimEnder):
+// EndClaims skipping the weeks a run started since cutoff, read in the
+// same write transaction, which StartWeek's waits for.
+func (s *Store) EndStaleClaims(ctx context.Context, cutoff time.Time, ends []digest.EndClaim) (_ []digest.EndedClaim, err error) {
+	defer classify(&err)
+	return s.endClaims(ctx, ends, cutoff.UnixMicro())
+}
+
+// endClaims ends the claims ends in one write transaction; cutoff, when
+// not nil, is a prune's (microseconds).
+func (s *Store) endClaims(ctx context.Context, ends []digest.EndClaim, cutoff any) ([]digest.EndedClaim, error) {
 	if len(ends) == 0 {
 		return nil, nil
 	}
 	var ended []digest.EndedClaim
-	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
+	err := s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		ended = ended[:0]
 		for _, e := range ends {
-			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String())
+			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String(), cutoff)
 			if err != nil {
 				return fmt.Errorf("end claim: %w", err)
 			}

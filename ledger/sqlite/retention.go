@@ -38,10 +38,10 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
 	// Claims no run will finish end first (in their own transactions:
-	// EndClaims checks each again), by the cutoff the prune below uses or
+	// EndStaleClaims checks each again), by the cutoff the prune below uses or
 	// an earlier one.
 	var ends ledger.PruneResult
-	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, s.staleClaims(p.Cutoff(s.now())), s.EndClaims); err != nil {
+	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, p.Cutoff(s.now()), s); err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: end stale claims: %w", err)
 	}
 	var res ledger.PruneResult
@@ -96,28 +96,27 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 	return res, nil
 }
 
-// staleClaims lists the claims a prune with cutoff ends
-// (ledger.EndStaleClaims).
-func (s *Store) staleClaims(cutoff time.Time) func(context.Context, digest.Key, int) ([]ledger.StaleClaim, error) {
-	return func(ctx context.Context, after digest.Key, limit int) ([]ledger.StaleClaim, error) {
-		var clock any // NULL: SQLite's own
-		if s.ledgerNow != nil {
-			clock = s.ledgerNow().UnixMicro()
-		}
-		return queryAll(ctx, s.db, func(row rowScanner) (ledger.StaleClaim, error) {
-			var (
-				c         ledger.StaleClaim
-				key, week string
-				err       error
-			)
-			if err := row.Scan(&key, &week); err != nil {
-				return c, err
-			}
-			c.Key = digest.Key(key)
-			c.Week, err = digest.ParseISOWeek(week)
-			return c, err
-		}, staleClaimsSQL, cutoff.UnixMicro(), clock, string(after), limit)
+// StaleClaims lists the claims a prune with cutoff ends
+// (ledger.StaleClaimEnder).
+func (s *Store) StaleClaims(ctx context.Context, cutoff time.Time, after digest.Key, limit int) (_ []ledger.StaleClaim, err error) {
+	defer classify(&err)
+	var clock any // NULL: SQLite's own
+	if s.ledgerNow != nil {
+		clock = s.ledgerNow().UnixMicro()
 	}
+	return queryAll(ctx, s.db, func(row rowScanner) (ledger.StaleClaim, error) {
+		var (
+			c         ledger.StaleClaim
+			key, week string
+			err       error
+		)
+		if err := row.Scan(&key, &week); err != nil {
+			return c, err
+		}
+		c.Key = digest.Key(key)
+		c.Week, err = digest.ParseISOWeek(week)
+		return c, err
+	}, staleClaimsSQL, cutoff.UnixMicro(), clock, string(after), limit)
 }
 
 // StartWeek records the start of a run of pin and returns the week's

@@ -164,7 +164,9 @@ SELECT key, iso_week FROM receipts WHERE key = ANY($1::text[]);
 -- element by element; the clock $1) that no run is finishing: a claim whose
 -- lease has expired, or a retryable receipt. One whose send may have
 -- started ends held, the rest failed (digest.ClaimEnder); each with a
--- history row. One statement for the whole call.
+-- history row. One statement for the whole call. With a cutoff $6 (a
+-- prune's; NULL for a run's), it skips every receipt of a week a run
+-- started since the cutoff (Store.EndStaleClaims).
 WITH req AS (
     SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS q(key, reason, run_id, week)
 ), u AS (
@@ -180,6 +182,8 @@ WITH req AS (
     FROM req
     WHERE r.key = req.key AND r.iso_week = req.week
         AND ((r.state = 'claimed' AND r.lease_expires_at <= coalesce($1::timestamptz, now())) OR r.state = 'retryable')
+        AND ($6::timestamptz IS NULL
+            OR NOT EXISTS (SELECT 1 FROM week_runs w WHERE w.iso_week = r.iso_week AND w.last_started_at >= $6))
     RETURNING r.key, r.previous_state, r.state, req.reason, req.run_id
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)

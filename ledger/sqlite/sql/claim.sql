@@ -85,7 +85,9 @@ INSERT INTO observations (key, fingerprint, run_id, iso_week, at) VALUES (?1, ?2
 -- Ends, for reason ?3 (run id ?4, now ?1), the receipt of week ?5 under
 -- the candidate keys ?2 (a JSON array) that no run is finishing: a claim
 -- whose lease has expired, or a retryable receipt. One whose send may
--- have started ends held, the rest failed (digest.ClaimEnder).
+-- have started ends held, the rest failed (digest.ClaimEnder). With a
+-- cutoff ?6 (a prune's; NULL for a run's), it skips a receipt of a week a
+-- run started since the cutoff (Store.EndStaleClaims).
 UPDATE receipts SET previous_state = state,
     state = CASE WHEN send_started OR maybe_sent THEN 'held' ELSE 'failed' END,
     maybe_sent = maybe_sent OR (state = 'claimed' AND send_started),
@@ -93,4 +95,5 @@ UPDATE receipts SET previous_state = state,
     run_id = ?4, updated_at = ?1
 WHERE key IN (SELECT value FROM json_each(?2)) AND iso_week = ?5
     AND ((state = 'claimed' AND lease_expires_at <= ?1) OR state = 'retryable')
+    AND (?6 IS NULL OR iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= ?6))
 RETURNING key, previous_state, state;

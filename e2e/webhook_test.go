@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/emersion/go-smtp"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/browsertest"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
 	"github.com/weeklydigest/digest/unsubscribe"
@@ -123,11 +125,23 @@ func TestWebhooksAndOneClickSuppressTheNextWeek(t *testing.T) {
 	if len(both) < 8 {
 		t.Fatalf("%d recipients in both weeks; want at least 8", len(both))
 	}
-	unsubscribed, bounced, complained, forgedHook, forgedToken := both[0:2], both[2:4], both[4], both[5], both[6]
+	unsubscribed, bounced, complained, forgedHook, forgedToken, clicked := both[0:2], both[2:4], both[4], both[5], both[6], both[7]
 	for _, r := range unsubscribed {
 		if code := oneClick(t, srv.local(t, r.uri)); code != 200 {
 			t.Fatalf("one-click POST: %d", code)
 		}
+	}
+	// A reader opens the link in a real browser (no JavaScript): the page
+	// alone records nothing, its button does.
+	page := browsertest.Open(t, "en-US,en;q=0.9")
+	if err := chromedp.Do(page, chromedp.Navigate(srv.local(t, clicked.uri)), chromedp.WaitVisible(chromedp.ID("unsubscribe"))); err != nil {
+		t.Fatal(err)
+	}
+	if list := e.MustRun("suppression", "list").Stdout; strings.Count(list, "one-click") != 2 {
+		t.Fatalf("after opening the page: want only the 2 POSTs recorded:\n%s", list)
+	}
+	if err := chromedp.Do(page, chromedp.Click(chromedp.ID("unsubscribe")), chromedp.WaitNotPresent(chromedp.ID("unsubscribe"))); err != nil {
+		t.Fatal(err)
 	}
 	for i, r := range bounced {
 		rec := postmarkRecord("Bounce", 100+i, r.key, r.addr)
@@ -178,19 +192,19 @@ func TestWebhooksAndOneClickSuppressTheNextWeek(t *testing.T) {
 	for a := range want41 {
 		kept[a] = true
 	}
-	for _, r := range append(append(append([]recipient{}, unsubscribed...), bounced...), complained) {
+	for _, r := range append(append(append([]recipient{}, unsubscribed...), bounced...), complained, clicked) {
 		delete(kept, r.addr)
 	}
 	e.AssertExactlyOnce(kept)
 	if !kept[forgedHook.addr] || !kept[forgedToken.addr] {
 		t.Fatal("a forgery's victim lost their digest")
 	}
-	if second.Count(t, "suppressed") != 5 || second.Count(t, "sent") != len(kept) {
-		t.Fatalf("week 41: %v; want 5 suppressed and %d sent", second.Summary(t), len(kept))
+	if second.Count(t, "suppressed") != 6 || second.Count(t, "sent") != len(kept) {
+		t.Fatalf("week 41: %v; want 6 suppressed and %d sent", second.Summary(t), len(kept))
 	}
 	list := e.MustRun("suppression", "list").Stdout
-	if strings.Count(list, "postmark") != 3 || strings.Count(list, "one-click") != 2 || strings.Contains(list, "@") {
-		t.Fatalf("suppression list: want 3 from postmark, 2 one-click, no address:\n%s", list)
+	if strings.Count(list, "postmark") != 3 || strings.Count(list, "one-click") != 3 || strings.Contains(list, "@") {
+		t.Fatalf("suppression list: want 3 from postmark, 3 one-click (one through the page), no address:\n%s", list)
 	}
 
 	lines, err := srv.stop(t)

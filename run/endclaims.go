@@ -48,6 +48,12 @@ func (p *pass) flushEnds(ctx context.Context, min int) error {
 	ended, err := r.Ledger.(digest.ClaimEnder).EndClaims(ctx, p.ends)
 	p.ends = p.ends[:0]
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted (SIGTERM, the deadline): the claims stay as
+			// they were, for the next run to end; the run reports what it
+			// left, not a failure.
+			return nil
+		}
 		return fmt.Errorf("end the claims of customers not sent to: %w", err)
 	}
 	for _, e := range ended {
@@ -169,6 +175,9 @@ func (a *absentClaims) end(ctx context.Context, p *pass) error {
 	keys := a.keys
 	a.keys = nil
 	if only, err := p.onlyPin(ctx, p.runner.Ledger.(digest.WeekReceipts)); err != nil || !only {
+		if ctx.Err() != nil {
+			return nil // interrupted: as in flushEnds
+		}
 		return err
 	}
 	cfg := &p.runner.Config

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -207,5 +208,62 @@ func TestRunEndsClaimsOfCustomersNotInTheSource(t *testing.T) {
 	}
 	if again := f.run(f.runner(p, p, nil)); again.EndedClaims != 0 {
 		t.Errorf("second run ended %d claims, want 0", again.EndedClaims)
+	}
+}
+
+// endCanceller is the fixture's ledger whose EndClaims is where the run is
+// interrupted: it cancels the run's context (SIGTERM) and fails as a
+// canceled ledger call does.
+type endCanceller struct {
+	*sqlite.Store
+	cancel context.CancelFunc
+	calls  int
+}
+
+func (l *endCanceller) EndClaims(ctx context.Context, ends []digest.EndClaim) ([]digest.EndedClaim, error) {
+	l.calls++
+	l.cancel()
+	return nil, ctx.Err()
+}
+
+// A run interrupted while it ends a crashed run's claims reports what it
+// left (interrupted, exit "incomplete"), not a failure: the claims stay
+// for the next run to end.
+func TestRunInterruptedWhileEndingClaimsIsIncomplete(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 30)
+	var active string
+	for rec := range snapshot.Synthetic(30, runWeek, 1) {
+		if len(rec.Activity) > 0 {
+			active = rec.Customer.ID
+			break
+		}
+	}
+	ctx := context.Background()
+	keys := f.kr.Candidates(digest.Identity{Customer: active, Week: runWeek, Type: "weekly_activity", Version: "v1"})
+	res, err := f.store.Claim(ctx, []digest.ClaimRequest{{Keys: keys, Fingerprint: "fp-crashed", Week: runWeek, RunID: "crashed", Lease: time.Minute}})
+	if err != nil || res[0].Outcome != digest.OutcomeClaimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	if _, err := f.store.Suppress(ctx, ledger.Suppression{Keys: f.kr.CustomerKeys(active), Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Minute) // the crashed run's lease expires
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := &endCanceller{Store: f.store, cancel: cancel}
+	p := newProvider()
+	r := f.runner(p, p, nil)
+	r.Ledger = l
+	sum, err := r.Run(runCtx)
+	if err != nil {
+		t.Fatalf("run interrupted while ending claims: %v; want no error, the run incomplete", err)
+	}
+	if l.calls == 0 || !sum.Interrupted || sum.Complete() {
+		t.Fatalf("EndClaims called %d times, summary %+v; want it called and the run interrupted", l.calls, sum)
+	}
+	if r, _, err := f.store.Show(ctx, res[0].Key); err != nil || r.State != digest.StateClaimed {
+		t.Fatalf("the crashed run's claim: %+v %v; want it left claimed for the next run", r, err)
 	}
 }

@@ -196,6 +196,9 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		return true
 	}
 	if err := p.absent.load(ctx, p); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted before the read: nothing done, nothing failed
+		}
 		return err
 	}
 	complete := false // the source was read to its end

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // Exit codes. They are part of the interface: a CronJob's alerting and an
@@ -399,4 +401,38 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// noArgs parses flags and refuses positional arguments.
+func noArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
+func age(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.Round(time.Second).String()
+}
+
+func weekOrPrevious(env *Env, st *settings, week string) (digest.ISOWeek, error) {
+	if week != "" {
+		w, err := digest.ParseISOWeek(week)
+		if err != nil {
+			return w, usagef("--week: %v", err)
+		}
+		return w, nil
+	}
+	loc, err := st.location()
+	if err != nil {
+		return digest.ISOWeek{}, err
+	}
+	return digest.PreviousWeekOf(env.now(), loc), nil
 }

@@ -403,3 +403,37 @@ func recordRunEnd(ctx context.Context, env *Env, log *slog.Logger, store ledger.
 		log.Warn("record the run's end for status", "err", err)
 	}
 }
+
+// statusPrunedWeeks bounds the list of pruned weeks status prints.
+const statusPrunedWeeks = 20
+
+// prunedLine says whether week was pruned.
+func prunedLine(week digest.ISOWeek, stones []digest.PruneTombstone) string {
+	for _, t := range stones {
+		if t.Pin.Week == week {
+			return "yes: a run refuses it unless given --resend-pruned-week"
+		}
+	}
+	return "no"
+}
+
+// printPrunedWeeks lists the pruned weeks, newest first.
+func printPrunedWeeks(env *Env, stones []digest.PruneTombstone) error {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	if len(stones) > 0 {
+		fmt.Fprintln(tw, "\nPRUNED WEEK\tTYPE\tVERSION\tRECEIPTS\tFIRST PRUNED\tLAST PRUNED")
+	}
+	for i, t := range stones {
+		if i == statusPrunedWeeks {
+			fmt.Fprintf(tw, "... %d more\t\n", len(stones)-i)
+			break
+		}
+		typ, version := t.Pin.Type, t.Pin.Version
+		if typ == "" {
+			typ, version = "(all)", "(all)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.Pin.Week, typ, version, t.ReceiptsPruned,
+			t.FirstPrunedAt.Format(time.RFC3339), t.LastPrunedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}

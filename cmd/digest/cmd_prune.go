@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weeklydigest/digest/ledger"
+)
+
+const pruneHelp = `Usage: digest prune --older-than DURATION [--dry-run] [--include-held] [--include-quarantined]
+
+Deletes settled receipts (sent and failed, with their history) last
+updated more than DURATION ago, and observations recorded before then:
+once a week can no longer be replayed, its receipts have done their job.
+DURATION takes Go units and days (2160h, 90d) and may not be shorter than
+the replay horizon (DIGEST_REPLAY_HORIZON, default 90d, at least 14d):
+"--older-than 1h" is refused (exit 2).
+
+Never deleted, whatever their age: claimed receipts (a run holds them, or
+crashed holding them, perhaps mid-send), retryable ones (perhaps sent
+already), and every receipt of a week whose run started within DURATION
+(a backfill under way). Held and quarantined receipts are kept unless
+named.
+
+First, a prune ends the claims no run will finish: receipts of weeks
+older than DURATION (no run of the week started since) still claimed
+with their lease expired by the ledger's clock, or retryable, which a
+crashed run left (a sharded run cannot end those of customers deleted
+from the source, suppressed or out of the week). Each ends as a run ends
+a suppressed customer's: held (maybe sent, for "digest review") when its
+send may have started, else failed ("claim ended by prune: no run
+finished it"), with a history row; a later prune deletes the failed
+ones. A live claim is never touched. The output counts them.
+
+A prune leaves a tombstone for each week it took receipts from (per
+type and content version pinned for the week; "digest status" lists them):
+those receipts were the only record that their digests went out, so a
+later "digest run" of the week refuses (exit 2) unless given
+--resend-pruned-week. A dry run only counts: it deletes nothing and leaves
+no tombstone. Prints how many receipts went (or would go), by week.
+
+On PostgreSQL, where receipts is partitioned by ISO week, a week whose
+partition holds nothing but such receipts goes whole: its partition is
+dropped (no per-row delete; it briefly locks receipts against every run,
+so prune outside sending hours). The output says which weeks went so.
+
+Examples:
+  digest prune --older-than 90d --dry-run
+  digest prune --older-than 90d
+  digest prune --older-than 30d --replay-horizon 30d
+`
+
+func cmdPrune(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "prune", pruneHelp)
+	st := register(fs, env, gLedger, gLog, gPush, gRetention)
+	st.changesLedger()
+	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h; at least the replay horizon (required)")
+	dry := fs.Bool("dry-run", false, "count, delete nothing, leave no tombstone")
+	held := fs.Bool("include-held", false, "also delete held receipts")
+	quar := fs.Bool("include-quarantined", false, "also delete quarantined receipts")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	d, err := parseAge(*olderThan)
+	if err != nil {
+		return err
+	}
+	horizon, err := st.replayHorizon()
+	if err != nil {
+		return err
+	}
+	if d < horizon {
+		return usagef("--older-than %s is shorter than the replay horizon %s (DIGEST_REPLAY_HORIZON): "+
+			"a week that young may still be run again, and its receipts are what stop a resend; nothing deleted", *olderThan, days(horizon))
+	}
+	log := newLogger(env, st)
+	store, err := openLedger(ctx, env, st, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	// The age, not a cutoff from env.now(): the ledger cuts by its own
+	// clock, so a machine whose clock runs ahead cannot take the receipts
+	// of a week being run (ledger.PruneRequest).
+	res, err := store.Prune(ctx, ledger.PruneRequest{OlderThan: d, IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	if err != nil {
+		return err
+	}
+	verb := "pruned"
+	if *dry {
+		verb = "would prune"
+	}
+	fmt.Fprintf(env.Stdout, "%s %d receipts older than %s\n", verb, res.Receipts, *olderThan)
+	for _, w := range res.Weeks {
+		how := ""
+		if w.Dropped {
+			how = " (its partition dropped whole)"
+			if *dry {
+				how = " (its partition would be dropped whole)"
+			}
+		}
+		fmt.Fprintf(env.Stdout, "  %s  %d receipts%s\n", w.Week, w.Receipts, how)
+	}
+	switch {
+	case *dry:
+		fmt.Fprintf(env.Stdout, "would end %d claims no run finished (claimed with the lease expired, or retryable) older than %s\n", res.ClaimsEnded, *olderThan)
+	default:
+		fmt.Fprintf(env.Stdout, "ended %d claims no run finished older than %s: %d held (their send may have started: digest review), %d failed\n",
+			res.ClaimsEnded, *olderThan, res.ClaimsHeld, res.ClaimsEnded-res.ClaimsHeld)
+	}
+	if !*dry && len(res.Weeks) > 0 {
+		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")
+	}
+	if !*dry {
+		recordPrune(ctx, env, st, log, res.Receipts)
+	}
+	return nil
+}
+
+// parseAge reads --older-than: a Go duration or a whole number of days.
+func parseAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, usagef("--older-than is required, e.g. --older-than 90d")
+	}
+	if d, ok := parseDays(s); ok {
+		return d, nil
+	}
+	return 0, usagef("--older-than %q: want a positive duration such as 90d or 2160h", s)
+}

@@ -38,7 +38,7 @@ type Message struct {
 var ErrNoTime = errors.New("not sent: the claim's lease would end before the send could")
 
 // Mailer hands messages to a provider. Send returns the provider's reference
-// for an accepted message, or an error that ClassOf classifies.
+// for an accepted message, or an error that SendClassOf classifies.
 // Implementations are safe for concurrent use.
 type Mailer interface {
 	Send(ctx context.Context, m *Message) (ref string, err error)
@@ -53,34 +53,34 @@ type Lookup interface {
 	Lookup(ctx context.Context, key Key) (ref string, found bool, err error)
 }
 
-// Class says what a failed send means for the receipt.
-type Class int
+// SendClass says what a failed send means for the receipt.
+type SendClass int
 
 // Send failure classes.
 const (
-	// ClassAmbiguous: the message may have been accepted (the connection
+	// SendAmbiguous: the message may have been accepted (the connection
 	// was lost after the data went out). Never resend before a look-up.
 	// Unclassified errors are ambiguous: the safe assumption.
-	ClassAmbiguous Class = iota
-	// ClassTemporary: not accepted; try again later (4xx, 429, refused
+	SendAmbiguous SendClass = iota
+	// SendTemporary: not accepted; try again later (4xx, 429, refused
 	// connection, timeout before the data was sent).
-	ClassTemporary
-	// ClassPermanent: not accepted and never will be (5xx, bad address).
-	ClassPermanent
-	// ClassFatal: not sent, and no send through this mailer can succeed
+	SendTemporary
+	// SendPermanent: not accepted and never will be (5xx, bad address).
+	SendPermanent
+	// SendFatal: not sent, and no send through this mailer can succeed
 	// until its configuration changes: TLS required but not offered,
 	// authentication refused, an unknown host, an invalid certificate. A
 	// run stops at the first one; retrying would only spin.
-	ClassFatal
+	SendFatal
 )
 
-func (c Class) String() string {
+func (c SendClass) String() string {
 	switch c {
-	case ClassTemporary:
+	case SendTemporary:
 		return "temporary"
-	case ClassPermanent:
+	case SendPermanent:
 		return "permanent"
-	case ClassFatal:
+	case SendFatal:
 		return "fatal"
 	default:
 		return "ambiguous"
@@ -89,13 +89,13 @@ func (c Class) String() string {
 
 // SendError is a classified send failure.
 type SendError struct {
-	Class   Class
-	RetryAt time.Time // with ClassTemporary: the earliest retry the provider asked for, or zero
+	Class   SendClass
+	RetryAt time.Time // with SendTemporary: the earliest retry the provider asked for, or zero
 	// Kind names the failure without customer data, for counting failures
 	// by kind: KindConnect, "starttls", "RCPT TO 550", …; "" when the
 	// mailer does not say (the class alone is then the kind).
 	Kind string
-	// Throttled, with ClassTemporary, says the provider refused for every
+	// Throttled, with SendTemporary, says the provider refused for every
 	// message for now, not for one recipient: an SMTP 421 (service not
 	// available) or an HTTP 429 (too many requests). A 450/451/452 to one
 	// RCPT (greylisting, a full mailbox) is not throttling.
@@ -127,15 +127,15 @@ func KindOf(err error) string {
 func (e *SendError) Error() string { return fmt.Sprintf("%s: %v", e.Class, e.Err) }
 func (e *SendError) Unwrap() error { return e.Err }
 
-// ClassOf returns the class of a send error: the Class of the *SendError in
-// its chain, or ClassAmbiguous for any other error, since an unexplained
+// SendClassOf returns the class of a send error: the Class of the *SendError in
+// its chain, or SendAmbiguous for any other error, since an unexplained
 // failure may have reached the provider.
-func ClassOf(err error) Class {
+func SendClassOf(err error) SendClass {
 	var se *SendError
 	if errors.As(err, &se) {
 		return se.Class
 	}
-	return ClassAmbiguous
+	return SendAmbiguous
 }
 
 // RetryAtOf returns the retry time a *SendError carries, or zero.

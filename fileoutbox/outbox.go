@@ -116,7 +116,7 @@ func (o *Outbox) Send(ctx context.Context, m *digest.Message) (string, error) {
 	if err := syncDir(o.dir); err != nil {
 		// The file is complete and visible; only its durability across a
 		// power loss is in doubt.
-		return "", &digest.SendError{Class: digest.ClassAmbiguous, Err: fmt.Errorf("outbox: sync dir: %w", err)}
+		return "", &digest.SendError{Class: digest.SendAmbiguous, Err: fmt.Errorf("outbox: sync dir: %w", err)}
 	}
 	return name, nil
 }
@@ -158,7 +158,7 @@ func (o *Outbox) Lookup(ctx context.Context, key digest.Key) (string, bool, erro
 
 // temporary wraps err as a temporary failure.
 func temporary(err error) error {
-	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
+	return &digest.SendError{Class: digest.SendTemporary, Err: err}
 }
 
 // Close does nothing; an Outbox holds no open files between calls.

@@ -108,7 +108,7 @@ func TestOutboxInvalidAddressIsPermanent(t *testing.T) {
 	msg := testMessage(testKey("k1", 'd'))
 	msg.To.Email = "bad\r\naddress"
 	_, err := o.Send(t.Context(), msg)
-	if digest.ClassOf(err) != digest.ClassPermanent || !errors.Is(err, smtp.ErrInvalidAddress) {
+	if digest.SendClassOf(err) != digest.SendPermanent || !errors.Is(err, smtp.ErrInvalidAddress) {
 		t.Fatalf("Send = %v; want permanent ErrInvalidAddress", err)
 	}
 }

@@ -62,7 +62,7 @@ func TestEventsLookup(t *testing.T) {
 	notComplete := func(what string, key digest.Key) {
 		t.Helper()
 		_, found, err := l.Lookup(ctx, key)
-		if found || !errors.Is(err, lookup.ErrEventsNotComplete) || digest.ClassOf(err) != digest.ClassTemporary {
+		if found || !errors.Is(err, lookup.ErrEventsNotComplete) || digest.SendClassOf(err) != digest.SendTemporary {
 			t.Fatalf("%s: found %v, %v; want a temporary ErrEventsNotComplete", what, found, err)
 		}
 	}

@@ -40,13 +40,13 @@ func (e *HTTPError) Error() string {
 func classifyHTTP(op string, resp *http.Response, now time.Time) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	he := &HTTPError{Op: op, StatusCode: resp.StatusCode, Detail: smtp.HeaderText(string(body))}
-	class := digest.ClassPermanent
+	class := digest.SendPermanent
 	switch code := resp.StatusCode; {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		class = digest.ClassTemporary
+		class = digest.SendTemporary
 		he.RetryAt, _ = RetryAfter(resp.Header.Get("Retry-After"), now)
 	case code == http.StatusRequestTimeout || code >= 500:
-		class = digest.ClassTemporary
+		class = digest.SendTemporary
 	}
 	return &digest.SendError{Class: class, RetryAt: he.RetryAt, Throttled: resp.StatusCode == http.StatusTooManyRequests, Err: he}
 }
@@ -95,5 +95,5 @@ func (a *apiClient) getJSONUpTo(ctx context.Context, url string, v any, limit in
 
 // temporary wraps err as a temporary failure.
 func temporary(err error) error {
-	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
+	return &digest.SendError{Class: digest.SendTemporary, Err: err}
 }

@@ -67,31 +67,31 @@ func TestPostmarkLookup(t *testing.T) {
 		reply     func(w http.ResponseWriter, key string) bool
 		wantFound bool
 		wantRef   string
-		wantClass digest.Class
+		wantClass digest.SendClass
 		wantRetry time.Time
 		wantErr   bool
 	}{
 		{name: "found", key: testKey("k1", 'a'), wantFound: true, wantRef: "0ac29aee-e1cd-480d-b08d-4f48548ff48d"},
 		{name: "not found", key: testKey("k1", 'b')},
-		{name: "429 with Retry-After seconds", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary, wantRetry: now.Add(30 * time.Second),
+		{name: "429 with Retry-After seconds", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.SendTemporary, wantRetry: now.Add(30 * time.Second),
 			reply: func(w http.ResponseWriter, _ string) bool {
 				w.Header().Set("Retry-After", "30")
 				w.WriteHeader(http.StatusTooManyRequests)
 				return false
 			}},
-		{name: "503 with Retry-After date", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary, wantRetry: now.Add(2 * time.Minute),
+		{name: "503 with Retry-After date", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.SendTemporary, wantRetry: now.Add(2 * time.Minute),
 			reply: func(w http.ResponseWriter, _ string) bool {
 				w.Header().Set("Retry-After", now.Add(2*time.Minute).Format(http.TimeFormat))
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return false
 			}},
-		{name: "500", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary,
+		{name: "500", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.SendTemporary,
 			reply: func(w http.ResponseWriter, _ string) bool {
 				w.WriteHeader(http.StatusInternalServerError)
 				return false
 			}},
-		{name: "wrong token", key: testKey("k1", 'a'), token: "wrong-token-xyz", wantErr: true, wantClass: digest.ClassPermanent},
-		{name: "not JSON", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.ClassTemporary,
+		{name: "wrong token", key: testKey("k1", 'a'), token: "wrong-token-xyz", wantErr: true, wantClass: digest.SendPermanent},
+		{name: "not JSON", key: testKey("k1", 'a'), wantErr: true, wantClass: digest.SendTemporary,
 			reply: func(w http.ResponseWriter, _ string) bool {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte("{"))

@@ -67,7 +67,7 @@
 // # Mail server failures
 //
 // Config.Preflight runs before the week is pinned. A send error of
-// digest.ClassFatal (from the preflight or any send) stops the run with
+// digest.SendFatal (from the preflight or any send) stops the run with
 // ErrMailerUnusable; sends failing to connect (digest.KindConnect)
 // circuitThreshold times in a row, or in every send of deadPassesToStop
 // passes, stop it with ErrMailerUnreachable. The first failure of each

@@ -28,7 +28,7 @@ func TestRunAmbiguousSendReconciledFromProviderEvents(t *testing.T) {
 	reached := func(k digest.Key) bool { return k.Hex()[0]%2 == 0 }
 	p.script = func(k digest.Key, attempt int) (bool, error) {
 		if attempt == 1 {
-			return reached(k), &digest.SendError{Class: digest.ClassAmbiguous, Err: errors.New("connection lost after DATA")}
+			return reached(k), &digest.SendError{Class: digest.SendAmbiguous, Err: errors.New("connection lost after DATA")}
 		}
 		return true, nil
 	}

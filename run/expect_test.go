@@ -33,15 +33,15 @@ func TestClassify(t *testing.T) {
 		sendEmpty bool
 		want      run.Verdict
 	}{
-		{"active", active, digest.Shard{}, false, run.Send},
-		{"other shard", active, other, false, run.OtherShard},
-		{"suppressed", suppressed, digest.Shard{}, false, run.Suppressed},
-		{"no id", noID, digest.Shard{}, false, run.Invalid},
-		{"empty", quiet, digest.Shard{}, false, run.Empty},
-		{"empty, sent", quiet, digest.Shard{}, true, run.Send},
+		{"active", active, digest.Shard{}, false, run.VerdictSend},
+		{"other shard", active, other, false, run.VerdictOtherShard},
+		{"suppressed", suppressed, digest.Shard{}, false, run.VerdictSuppressed},
+		{"no id", noID, digest.Shard{}, false, run.VerdictInvalid},
+		{"empty", quiet, digest.Shard{}, false, run.VerdictEmpty},
+		{"empty, sent", quiet, digest.Shard{}, true, run.VerdictSend},
 	} {
-		d, v, err := run.Classify(tc.rec, spec, tc.shard, tc.sendEmpty)
-		if v != tc.want || (v == run.Invalid) != (err != nil) || (v == run.Send || v == run.Empty) != (d.Identity.Customer != "") {
+		d, v, err := run.VerdictOf(tc.rec, spec, tc.shard, tc.sendEmpty)
+		if v != tc.want || (v == run.VerdictInvalid) != (err != nil) || (v == run.VerdictSend || v == run.VerdictEmpty) != (d.Identity.Customer != "") {
 			t.Errorf("%s: %v, %v, %q; want verdict %v", tc.name, v, err, d.Identity.Customer, tc.want)
 		}
 	}

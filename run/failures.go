@@ -12,7 +12,7 @@ import (
 )
 
 // ErrMailerUnusable is wrapped when the mailer failed in a way no retry can
-// fix (digest.ClassFatal: TLS required but not offered, authentication
+// fix (digest.SendFatal: TLS required but not offered, authentication
 // refused, unknown host, invalid certificate). It wraps ErrConfig: the
 // command exits 2. Found by Config.Preflight, nothing was claimed; found
 // by a send, the run stops and gives its unsent claims back.
@@ -47,7 +47,7 @@ type connectStreak struct {
 // note records one send's result and reports whether the circuit is open.
 func (c *connectStreak) note(err error, threshold int64) (open bool) {
 	c.tried.Add(1)
-	if err == nil || digest.ClassOf(err) != digest.ClassTemporary || digest.KindOf(err) != digest.KindConnect {
+	if err == nil || digest.SendClassOf(err) != digest.SendTemporary || digest.KindOf(err) != digest.KindConnect {
 		c.run.Store(0)
 		return false
 	}
@@ -72,7 +72,7 @@ type failureKinds struct {
 
 // failureKind names err's kind: its class, and the mailer's Kind if any.
 func failureKind(err error) string {
-	kind := digest.ClassOf(err).String()
+	kind := digest.SendClassOf(err).String()
 	if k := digest.KindOf(err); k != "" {
 		kind += ": " + k
 	}
@@ -114,7 +114,7 @@ func (p *pass) noteFailure(it *item, err error) {
 		slog.String("address_key", r.Keyring.AddressKey(it.msg.To.Email)),
 		slog.String("err", digest.RedactAddress(err.Error(), it.msg.To.Email))}
 	switch {
-	case digest.ClassOf(err) == digest.ClassPermanent:
+	case digest.SendClassOf(err) == digest.SendPermanent:
 		r.Config.Logger.Warn("send failed permanently; not retried (a bounce: see the runbook's suppression)", attrs...)
 	case first:
 		r.Config.Logger.Warn("send failed; later failures of this kind are only counted (summary: failures)", attrs...)

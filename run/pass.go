@@ -244,14 +244,14 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			continue // a source that does not filter customers itself (a retry pass)
 		}
 		p.absent.seen(p, rec.Customer.ID)
-		d, verdict, err := Classify(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
-		if verdict == OtherShard {
+		d, verdict, err := VerdictOf(rec, cfg.Spec, q.Shard, cfg.SendEmpty)
+		if verdict == VerdictOtherShard {
 			continue // a source that does not filter shards itself
 		}
 		if p.number == 1 {
 			r.counters.digests.Add(1)
 		}
-		if verdict == Suppressed {
+		if verdict == VerdictSuppressed {
 			if p.number == 1 {
 				r.counters.suppressed.Add(1)
 			}
@@ -261,7 +261,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			}
 			continue // no claim, so no receipt to block a later week
 		}
-		if verdict == Invalid {
+		if verdict == VerdictInvalid {
 			if p.number == 1 {
 				if cfg.Lenient {
 					r.counters.skipped.Add(1)
@@ -272,7 +272,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			}
 			continue
 		}
-		if verdict == Empty {
+		if verdict == VerdictEmpty {
 			if p.number == 1 {
 				r.counters.skipped.Add(1)
 			}

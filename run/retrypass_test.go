@@ -25,7 +25,7 @@ func TestRetryPassReadsOnlyPendingCustomers(t *testing.T) {
 	p.script = func(_ digest.Key, attempt int) (bool, error) {
 		if attempt == 1 && failing < 3 {
 			failing++
-			return false, &digest.SendError{Class: digest.ClassTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
+			return false, &digest.SendError{Class: digest.SendTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
 		}
 		return true, nil
 	}
@@ -88,7 +88,7 @@ func TestFatalSendStopsTheRun(t *testing.T) {
 	f := newFixture(t, 40)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassFatal, Kind: "starttls", Err: errors.New("target host does not support STARTTLS")}
+		return false, &digest.SendError{Class: digest.SendFatal, Kind: "starttls", Err: errors.New("target host does not support STARTTLS")}
 	}
 	var logs bytes.Buffer
 	r := f.runner(p, p, func(c *run.Config) {
@@ -122,8 +122,8 @@ func TestPreflightRefusesBeforeClaiming(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"fatal", &digest.SendError{Class: digest.ClassFatal, Kind: "auth", Err: errors.New("535 authentication failed")}, run.ErrMailerUnusable},
-		{"down", &digest.SendError{Class: digest.ClassTemporary, Kind: digest.KindConnect, Err: errors.New("connection refused")}, run.ErrMailerUnreachable},
+		{"fatal", &digest.SendError{Class: digest.SendFatal, Kind: "auth", Err: errors.New("535 authentication failed")}, run.ErrMailerUnusable},
+		{"down", &digest.SendError{Class: digest.SendTemporary, Kind: digest.KindConnect, Err: errors.New("connection refused")}, run.ErrMailerUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -152,7 +152,7 @@ func TestServerDownStopsTheRunEarly(t *testing.T) {
 	f := newFixture(t, 60)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassTemporary, Kind: digest.KindConnect, Err: errors.New("dial tcp: connection refused")}
+		return false, &digest.SendError{Class: digest.SendTemporary, Kind: digest.KindConnect, Err: errors.New("dial tcp: connection refused")}
 	}
 	var logs bytes.Buffer
 	r := f.runner(p, p, func(c *run.Config) {
@@ -184,7 +184,7 @@ func TestServerDownSmallWeekStopsAfterTwoDeadPasses(t *testing.T) {
 	f := newFixture(t, 6)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassTemporary, Kind: digest.KindConnect, Err: errors.New("dial tcp: i/o timeout")}
+		return false, &digest.SendError{Class: digest.SendTemporary, Kind: digest.KindConnect, Err: errors.New("dial tcp: i/o timeout")}
 	}
 	r := f.runner(p, p, func(c *run.Config) { c.Deadline = f.clock.Now().Add(24 * time.Hour) })
 	sum, err := r.Run(context.Background())

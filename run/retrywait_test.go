@@ -23,7 +23,7 @@ func TestRetryPassScheduledNeverNegative(t *testing.T) {
 	p.script = func(_ digest.Key, attempt int) (bool, error) {
 		if attempt == 1 {
 			f.clock.Advance(10 * time.Minute) // a slow server: the retry comes due during the pass
-			return false, &digest.SendError{Class: digest.ClassTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
+			return false, &digest.SendError{Class: digest.SendTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
 		}
 		return true, nil
 	}

@@ -113,7 +113,7 @@ type Config struct {
 	Backoff     Backoff
 	// Preflight, when set, is called in enforce mode before the week is
 	// pinned or anything claimed: for an SMTP mailer, a session without a
-	// message (sender.Check). An error of digest.ClassFatal stops the run
+	// message (sender.Check). An error of digest.SendFatal stops the run
 	// with ErrMailerUnusable, any other with ErrMailerUnreachable.
 	Preflight func(ctx context.Context) error
 
@@ -425,7 +425,7 @@ func (r *Runner) preflight(ctx context.Context) error {
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return nil // interrupted: the run stops before claiming
-	case digest.ClassOf(err) == digest.ClassFatal:
+	case digest.SendClassOf(err) == digest.SendFatal:
 		return fmt.Errorf("%w (nothing claimed): %w", ErrMailerUnusable, err)
 	default:
 		return fmt.Errorf("%w (nothing claimed): %w", ErrMailerUnreachable, err)

@@ -213,7 +213,7 @@ func TestSummaryRetryableIsRowsLeft(t *testing.T) {
 	f := newFixture(t, 30)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassTemporary, Err: errors.New("451 try later")}
+		return false, &digest.SendError{Class: digest.SendTemporary, Err: errors.New("451 try later")}
 	}
 	sum := f.run(f.runner(p, p, func(c *run.Config) { c.Deadline = time.Time{} }))
 	if sum.Retryable != f.want || sum.Retries != f.want || sum.Pending != f.want {
@@ -233,7 +233,7 @@ func TestRunRetriesTemporaryFailuresWithinDeadline(t *testing.T) {
 	retryAt := f.clock.Now().Add(2 * time.Hour)
 	p.script = func(_ digest.Key, attempt int) (bool, error) {
 		if attempt == 1 {
-			return false, &digest.SendError{Class: digest.ClassTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
+			return false, &digest.SendError{Class: digest.SendTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
 		}
 		return true, nil
 	}
@@ -251,7 +251,7 @@ func TestRunLeavesPendingPastDeadline(t *testing.T) {
 	f := newFixture(t, 20)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassTemporary, Err: errors.New("connection refused")}
+		return false, &digest.SendError{Class: digest.SendTemporary, Err: errors.New("connection refused")}
 	}
 	sum := f.run(f.runner(p, p, nil)) // no deadline: no retry pass
 	if sum.Complete() || sum.Pending != f.want || sum.Passes != 1 {
@@ -274,7 +274,7 @@ func TestRunPermanentFailureIsFinal(t *testing.T) {
 	f := newFixture(t, 10)
 	p := newProvider()
 	p.script = func(digest.Key, int) (bool, error) {
-		return false, &digest.SendError{Class: digest.ClassPermanent, Err: errors.New("550 no such user")}
+		return false, &digest.SendError{Class: digest.SendPermanent, Err: errors.New("550 no such user")}
 	}
 	sum := f.run(f.runner(p, p, nil))
 	if sum.Failed != f.want || !sum.Complete() {
@@ -295,7 +295,7 @@ func TestRunAmbiguousSendIsLookedUpNeverResentBlindly(t *testing.T) {
 	// its reply, on the first attempt only.
 	p.script = func(_ digest.Key, attempt int) (bool, error) {
 		if attempt == 1 {
-			return true, &digest.SendError{Class: digest.ClassAmbiguous, Err: errors.New("connection lost after DATA")}
+			return true, &digest.SendError{Class: digest.SendAmbiguous, Err: errors.New("connection lost after DATA")}
 		}
 		return true, nil
 	}
@@ -324,7 +324,7 @@ func TestRunAmbiguousWithoutLookupHoldsOrResends(t *testing.T) {
 			p := newProvider()
 			p.script = func(_ digest.Key, attempt int) (bool, error) {
 				if attempt == 1 {
-					return false, &digest.SendError{Class: digest.ClassAmbiguous, Err: errors.New("timeout after DATA")}
+					return false, &digest.SendError{Class: digest.SendAmbiguous, Err: errors.New("timeout after DATA")}
 				}
 				return true, nil
 			}

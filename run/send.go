@@ -106,14 +106,14 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		it.finish.ProviderRef = ref
 		return
 	}
-	switch digest.ClassOf(err) {
-	case digest.ClassFatal:
+	switch digest.SendClassOf(err) {
+	case digest.SendFatal:
 		// Nothing was sent and nothing will be until the configuration
 		// changes: give the claim back and stop the run.
 		p.noteFailure(it, err)
 		p.release(it, "not sent: "+err.Error())
 		p.halt(fmt.Errorf("%w: %w", ErrMailerUnusable, err))
-	case digest.ClassTemporary:
+	case digest.SendTemporary:
 		p.noteFailure(it, err)
 		if digest.ThrottledOf(err) {
 			r.counters.throttled.Add(1)
@@ -121,7 +121,7 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		// The reason goes to the ledger: without the address a reply repeats.
 		it.finish = p.finishFor(it, digest.StateRetryable, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
-	case digest.ClassPermanent:
+	case digest.SendPermanent:
 		p.noteFailure(it, err)
 		it.finish = p.finishFor(it, digest.StateFailed, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		// The receipt keeps the address key: a bounce becomes a

@@ -51,7 +51,7 @@ func TestRunUnderASkewedLedgerClockNeverSpins(t *testing.T) {
 			p.script = func(_ digest.Key, attempt int) (bool, error) {
 				if attempt == 1 && failing < 3 {
 					failing++
-					return false, &digest.SendError{Class: digest.ClassTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
+					return false, &digest.SendError{Class: digest.SendTemporary, RetryAt: retryAt, Err: errors.New("421 try later")}
 				}
 				return true, nil
 			}

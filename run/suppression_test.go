@@ -81,7 +81,7 @@ func TestPermanentRejectionReportsAddressKey(t *testing.T) {
 type rejecting struct{}
 
 func (rejecting) Send(_ context.Context, m *digest.Message) (string, error) {
-	return "", &digest.SendError{Class: digest.ClassPermanent, Err: errors.New("550 5.1.1 <" + strings.ToUpper(m.To.Email) + ">: mailbox unavailable")}
+	return "", &digest.SendError{Class: digest.SendPermanent, Err: errors.New("550 5.1.1 <" + strings.ToUpper(m.To.Email) + ">: mailbox unavailable")}
 }
 
 func (rejecting) Close() error { return nil }

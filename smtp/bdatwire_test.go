@@ -107,7 +107,7 @@ func TestSendChunkedClosedAfterChunkIsAmbiguous(t *testing.T) {
 				}
 			}
 			_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'b')))
-			if digest.ClassOf(err) != digest.ClassAmbiguous {
+			if digest.SendClassOf(err) != digest.SendAmbiguous {
 				t.Fatalf("Send = %v; want ambiguous", err)
 			}
 			chunks, conns := srv.counts()
@@ -129,7 +129,7 @@ func TestSendChunkedNoReplyIsAmbiguous(t *testing.T) {
 		})
 		m := newMailer(t, srv.addr, func(c *smtp.Config) { c.Timeout = 300 * time.Millisecond })
 		_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
-		if digest.ClassOf(err) != digest.ClassAmbiguous || !strings.Contains(err.Error(), "BDAT") {
+		if digest.SendClassOf(err) != digest.SendAmbiguous || !strings.Contains(err.Error(), "BDAT") {
 			t.Fatalf("replies %q: Send = %v; want ambiguous, naming BDAT", replies, err)
 		}
 		if chunks, conns := srv.counts(); chunks != 1 || conns != 1 {
@@ -149,17 +149,17 @@ func TestSendChunkedReplies(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		replies string
-		class   digest.Class
+		class   digest.SendClass
 		code    int
 		stage   gomail.SendErrReason
 	}{
-		{"250 ok\r\n550 5.1.1 unknown\r\n554 5.5.1 no valid recipients\r\n", digest.ClassPermanent, 550, gomail.ErrSMTPRcptTo},
-		{"250 ok\r\n550 5.1.1 unknown\r\n", digest.ClassPermanent, 550, gomail.ErrSMTPRcptTo},
-		{"550 5.7.1 sender refused\r\n503 5.5.1 no MAIL\r\n503 5.5.1 no MAIL\r\n", digest.ClassPermanent, 550, gomail.ErrSMTPMailFrom},
-		{"451 4.3.0 later\r\n", digest.ClassTemporary, 451, gomail.ErrSMTPMailFrom},
-		{"250 ok\r\n250 ok\r\n451 4.3.0 try again later\r\n", digest.ClassTemporary, 451, gomail.ErrSMTPDataClose},
-		{"250 ok\r\n250 ok\r\n554 5.6.0 content refused\r\n", digest.ClassPermanent, 554, gomail.ErrSMTPDataClose},
-		{"250 ok\r\n550 5.1.1 unknown\r\n250 2.0.0 Ok: queued\r\n", digest.ClassAmbiguous, 0, gomail.ErrSMTPDataClose},
+		{"250 ok\r\n550 5.1.1 unknown\r\n554 5.5.1 no valid recipients\r\n", digest.SendPermanent, 550, gomail.ErrSMTPRcptTo},
+		{"250 ok\r\n550 5.1.1 unknown\r\n", digest.SendPermanent, 550, gomail.ErrSMTPRcptTo},
+		{"550 5.7.1 sender refused\r\n503 5.5.1 no MAIL\r\n503 5.5.1 no MAIL\r\n", digest.SendPermanent, 550, gomail.ErrSMTPMailFrom},
+		{"451 4.3.0 later\r\n", digest.SendTemporary, 451, gomail.ErrSMTPMailFrom},
+		{"250 ok\r\n250 ok\r\n451 4.3.0 try again later\r\n", digest.SendTemporary, 451, gomail.ErrSMTPDataClose},
+		{"250 ok\r\n250 ok\r\n554 5.6.0 content refused\r\n", digest.SendPermanent, 554, gomail.ErrSMTPDataClose},
+		{"250 ok\r\n550 5.1.1 unknown\r\n250 2.0.0 Ok: queued\r\n", digest.SendAmbiguous, 0, gomail.ErrSMTPDataClose},
 	} {
 		srv := startChunkServer(t, func(conn, _ int, s *rawSession) {
 			if conn > 1 {
@@ -176,7 +176,7 @@ func TestSendChunkedReplies(t *testing.T) {
 		if c.stage == gomail.ErrSMTPDataClose {
 			want = "awaiting the reply to SMTP BDAT LAST" // not go-mail's "closing SMTP DATA writer"
 		}
-		if digest.ClassOf(err) != c.class || !errors.As(err, &se) || se.Code != c.code || se.Stage != want {
+		if digest.SendClassOf(err) != c.class || !errors.As(err, &se) || se.Code != c.code || se.Stage != want {
 			t.Fatalf("replies %q: Send = %v; want %v, code %d at %s", c.replies, err, c.class, c.code, want)
 		}
 		if _, err := m.Send(ctxT(t), testMessage(testKey("k1", 'b'))); err != nil {

@@ -34,20 +34,20 @@ var ErrDial = errors.New("connect to SMTP server")
 //   - anything unrecognised: ambiguous, the safe assumption.
 func classifySMTP(stage gomail.SendErrReason, err error) error {
 	code, enhanced := replyCode(err)
-	class := digest.ClassAmbiguous
+	class := digest.SendAmbiguous
 	switch {
 	case code >= 400 && code < 500:
-		class = digest.ClassTemporary
+		class = digest.SendTemporary
 	case code >= 500 && code < 600:
-		class = digest.ClassPermanent
+		class = digest.SendPermanent
 	default:
 		switch stage {
 		case gomail.ErrSMTPDataClose, gomail.ErrSMTPReset, gomail.ErrAmbiguous:
-			class = digest.ClassAmbiguous
+			class = digest.SendAmbiguous
 		case gomail.ErrConnCheck, gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData, gomail.ErrWriteContent:
-			class = digest.ClassTemporary
+			class = digest.SendTemporary
 		case gomail.ErrGetSender, gomail.ErrGetRcpts, gomail.ErrNoUnencoded:
-			class = digest.ClassPermanent
+			class = digest.SendPermanent
 		}
 	}
 	name := stage.String()
@@ -107,7 +107,7 @@ func replyCode(err error) (int, string) {
 
 // dialError classifies a failure to open a session (connect, EHLO,
 // STARTTLS, AUTH) at addr. Nothing was sent. Failures that no retry can
-// fix are digest.ClassFatal, with the kind: "starttls" (TLS required, not
+// fix are digest.SendFatal, with the kind: "starttls" (TLS required, not
 // offered), "auth" (refused or no usable mechanism), "dns" (no such host),
 // "certificate" (not valid for the host). The rest (refused, timed out,
 // reset) are temporary, of kind digest.KindConnect.
@@ -115,9 +115,9 @@ func dialError(addr string, err error) error {
 	err = fmt.Errorf("%w %s: %w", ErrDial, addr, err)
 	kind := fatalDialKind(err)
 	if kind == "" {
-		return &digest.SendError{Class: digest.ClassTemporary, Kind: digest.KindConnect, Err: err}
+		return &digest.SendError{Class: digest.SendTemporary, Kind: digest.KindConnect, Err: err}
 	}
-	return &digest.SendError{Class: digest.ClassFatal, Kind: kind, Err: err}
+	return &digest.SendError{Class: digest.SendFatal, Kind: kind, Err: err}
 }
 
 func fatalDialKind(err error) string {
@@ -153,7 +153,7 @@ func fatalDialKind(err error) string {
 
 // temporary wraps err as a temporary failure.
 func temporary(err error) error {
-	return &digest.SendError{Class: digest.ClassTemporary, Err: err}
+	return &digest.SendError{Class: digest.SendTemporary, Err: err}
 }
 
 // SMTPError is a failed SMTP exchange. Its message names the stage and the

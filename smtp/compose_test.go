@@ -37,7 +37,7 @@ func checkLetter(t testing.TB, e Envelope, m *digest.Message, now time.Time) {
 	t.Helper()
 	l, err := e.letter(m, now)
 	if err != nil {
-		if digest.ClassOf(err) != digest.ClassPermanent {
+		if digest.SendClassOf(err) != digest.SendPermanent {
 			t.Fatalf("letter: %v, want success or a permanent error", err)
 		}
 		return

@@ -157,21 +157,21 @@ func TestSendDataStages(t *testing.T) {
 		name      string
 		srv       dataServer
 		wantStage gomail.SendErrReason
-		wantClass digest.Class // of the failure
-		wantRead  []byte       // what the server read
+		wantClass digest.SendClass // of the failure
+		wantRead  []byte           // what the server read
 	}{
 		{name: "accepted", srv: dataServer{dataReply: "354 go ahead\r\n", readLimit: -1, finalReply: "250 2.0.0 Ok: queued as 4F2A1\r\n"},
 			wantRead: content},
-		{name: "DATA refused", srv: dataServer{dataReply: "554 5.3.4 no\r\n"}, wantStage: gomail.ErrSMTPData, wantClass: digest.ClassPermanent},
-		{name: "DATA unanswered", srv: dataServer{dataReply: ""}, wantStage: gomail.ErrSMTPData, wantClass: digest.ClassTemporary},
+		{name: "DATA refused", srv: dataServer{dataReply: "554 5.3.4 no\r\n"}, wantStage: gomail.ErrSMTPData, wantClass: digest.SendPermanent},
+		{name: "DATA unanswered", srv: dataServer{dataReply: ""}, wantStage: gomail.ErrSMTPData, wantClass: digest.SendTemporary},
 		{name: "server gone in the content", srv: dataServer{dataReply: "354 go ahead\r\n", readLimit: 1000},
-			wantStage: gomail.ErrWriteContent, wantClass: digest.ClassTemporary, wantRead: content[:1000]},
+			wantStage: gomail.ErrWriteContent, wantClass: digest.SendTemporary, wantRead: content[:1000]},
 		{name: "lease passed before the content", srv: dataServer{dataReply: "354 go ahead\r\n", readLimit: 10,
-			before354: func() { lc.cut.Store(1) }}, wantStage: gomail.ErrWriteContent, wantClass: digest.ClassTemporary, wantRead: []byte{}},
+			before354: func() { lc.cut.Store(1) }}, wantStage: gomail.ErrWriteContent, wantClass: digest.SendTemporary, wantRead: []byte{}},
 		{name: "final dot unanswered", srv: dataServer{dataReply: "354 go ahead\r\n", readLimit: -1},
-			wantStage: gomail.ErrSMTPDataClose, wantClass: digest.ClassAmbiguous, wantRead: content},
+			wantStage: gomail.ErrSMTPDataClose, wantClass: digest.SendAmbiguous, wantRead: content},
 		{name: "final dot refused", srv: dataServer{dataReply: "354 go ahead\r\n", readLimit: -1, finalReply: "451 4.3.0 later\r\n"},
-			wantStage: gomail.ErrSMTPDataClose, wantClass: digest.ClassTemporary, wantRead: content},
+			wantStage: gomail.ErrSMTPDataClose, wantClass: digest.SendTemporary, wantRead: content},
 	}
 	for _, c := range cases {
 		// Not parallel: lc is the case's connection.
@@ -187,8 +187,8 @@ func TestSendDataStages(t *testing.T) {
 			t.Errorf("%s: sendData = %q, %v; want the reply", c.name, reply, err)
 		case c.wantStage != 0 && (err == nil || stage != c.wantStage):
 			t.Errorf("%s: sendData failed at %v (%v), want at %v", c.name, stage, err, c.wantStage)
-		case c.wantStage != 0 && digest.ClassOf(classifySMTP(stage, err)) != c.wantClass:
-			t.Errorf("%s: class %s, want %s", c.name, digest.ClassOf(classifySMTP(stage, err)), c.wantClass)
+		case c.wantStage != 0 && digest.SendClassOf(classifySMTP(stage, err)) != c.wantClass:
+			t.Errorf("%s: class %s, want %s", c.name, digest.SendClassOf(classifySMTP(stage, err)), c.wantClass)
 		}
 		if !bytes.Equal(got, c.wantRead) {
 			t.Errorf("%s: the server read %d bytes, want %d", c.name, len(got), len(c.wantRead))

@@ -17,20 +17,20 @@ func TestDialFailuresAreClassified(t *testing.T) {
 	srv := startSMTP(t, fault{}) // no STARTTLS, no AUTH
 	for _, tc := range []struct {
 		name, url string
-		class     digest.Class
+		class     digest.SendClass
 		kind      string
 	}{
-		{"starttls", "smtp://" + srv.addr + "?tls=mandatory", digest.ClassFatal, "starttls"},
-		{"auth", "smtp://user:pw@" + srv.addr + "?tls=none&auth=plain", digest.ClassFatal, "auth"},
-		{"dns", "smtp://no-such-host.invalid:25?tls=none", digest.ClassFatal, "dns"},
-		{"down", "smtp://127.0.0.1:1?tls=none", digest.ClassTemporary, digest.KindConnect},
+		{"starttls", "smtp://" + srv.addr + "?tls=mandatory", digest.SendFatal, "starttls"},
+		{"auth", "smtp://user:pw@" + srv.addr + "?tls=none&auth=plain", digest.SendFatal, "auth"},
+		{"dns", "smtp://no-such-host.invalid:25?tls=none", digest.SendFatal, "dns"},
+		{"down", "smtp://127.0.0.1:1?tls=none", digest.SendTemporary, digest.KindConnect},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := checkConfig(t, tc.url)
 			err := smtp.Check(ctxT(t), cfg)
-			if digest.ClassOf(err) != tc.class || digest.KindOf(err) != tc.kind {
-				t.Fatalf("Check = %v (class %s, kind %q), want %s %q", err, digest.ClassOf(err), digest.KindOf(err), tc.class, tc.kind)
+			if digest.SendClassOf(err) != tc.class || digest.KindOf(err) != tc.kind {
+				t.Fatalf("Check = %v (class %s, kind %q), want %s %q", err, digest.SendClassOf(err), digest.KindOf(err), tc.class, tc.kind)
 			}
 			m, err := smtp.NewMailer(cfg)
 			if err != nil {
@@ -38,7 +38,7 @@ func TestDialFailuresAreClassified(t *testing.T) {
 			}
 			defer m.Close()
 			_, err = m.Send(ctxT(t), &digest.Message{Key: digest.Key("k1:" + strings.Repeat("0", 64)), To: digest.Address{Email: "a@example.com"}, Subject: "s", Text: "t"})
-			if digest.ClassOf(err) != tc.class || digest.KindOf(err) != tc.kind {
+			if digest.SendClassOf(err) != tc.class || digest.KindOf(err) != tc.kind {
 				t.Fatalf("Send = %v, want %s %q", err, tc.class, tc.kind)
 			}
 		})

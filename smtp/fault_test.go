@@ -26,20 +26,20 @@ func TestSendClassifiesFaults(t *testing.T) {
 		name      string
 		fault     fault
 		timeout   time.Duration
-		want      digest.Class
+		want      digest.SendClass
 		accepted  bool // Send must succeed
 		delivered int  // messages the server stored
 	}
 	cases := []tc{
 		{name: "ok", accepted: true, delivered: 1},
-		{name: "550 at RCPT", fault: fault{at: atRcpt, action: reply, err: smtpErr(550)}, want: digest.ClassPermanent},
-		{name: "550 at MAIL", fault: fault{at: atMail, action: reply, err: smtpErr(550)}, want: digest.ClassPermanent},
-		{name: "554 at DATA", fault: fault{at: atData, action: reply, err: smtpErr(554)}, want: digest.ClassPermanent},
-		{name: "drop at MAIL", fault: fault{at: atMail, action: drop}, want: digest.ClassTemporary},
-		{name: "drop at RCPT", fault: fault{at: atRcpt, action: drop}, want: digest.ClassTemporary},
-		{name: "drop after data before reply", fault: fault{at: atData, action: drop}, want: digest.ClassAmbiguous},
-		{name: "slow at MAIL past timeout", fault: fault{at: atMail, action: hang}, timeout: time.Second, want: digest.ClassTemporary},
-		{name: "slow final reply past timeout", fault: fault{at: atData, action: hang}, timeout: time.Second, want: digest.ClassAmbiguous},
+		{name: "550 at RCPT", fault: fault{at: atRcpt, action: reply, err: smtpErr(550)}, want: digest.SendPermanent},
+		{name: "550 at MAIL", fault: fault{at: atMail, action: reply, err: smtpErr(550)}, want: digest.SendPermanent},
+		{name: "554 at DATA", fault: fault{at: atData, action: reply, err: smtpErr(554)}, want: digest.SendPermanent},
+		{name: "drop at MAIL", fault: fault{at: atMail, action: drop}, want: digest.SendTemporary},
+		{name: "drop at RCPT", fault: fault{at: atRcpt, action: drop}, want: digest.SendTemporary},
+		{name: "drop after data before reply", fault: fault{at: atData, action: drop}, want: digest.SendAmbiguous},
+		{name: "slow at MAIL past timeout", fault: fault{at: atMail, action: hang}, timeout: time.Second, want: digest.SendTemporary},
+		{name: "slow final reply past timeout", fault: fault{at: atData, action: hang}, timeout: time.Second, want: digest.SendAmbiguous},
 		{name: "error after acceptance", fault: fault{at: atReset, action: drop}, accepted: true, delivered: 1},
 	}
 	for _, code := range []int{421, 451, 452} {
@@ -50,7 +50,7 @@ func TestSendClassifiesFaults(t *testing.T) {
 			cases = append(cases, tc{
 				name:  fmt.Sprintf("%d at %s", code, st.name),
 				fault: fault{at: st.at, action: reply, err: smtpErr(code)},
-				want:  digest.ClassTemporary,
+				want:  digest.SendTemporary,
 			})
 		}
 	}
@@ -145,7 +145,7 @@ func TestSendConnectionRefusedIsTemporary(t *testing.T) {
 	l.Close()
 	m := newMailer(t, addr, nil)
 	_, err = m.Send(ctxT(t), testMessage(testKey("k1", 'b')))
-	if digest.ClassOf(err) != digest.ClassTemporary || !errors.Is(err, smtp.ErrDial) {
+	if digest.SendClassOf(err) != digest.SendTemporary || !errors.Is(err, smtp.ErrDial) {
 		t.Fatalf("Send = %v; want temporary wrapping ErrDial", err)
 	}
 }
@@ -155,7 +155,7 @@ func TestSendReconnectsAfterError(t *testing.T) {
 	srv := startSMTP(t, fault{at: atMail, action: drop, times: 1})
 	m := newMailer(t, srv.addr, nil)
 	ctx := ctxT(t)
-	if _, err := m.Send(ctx, testMessage(testKey("k1", 'c'))); digest.ClassOf(err) != digest.ClassTemporary {
+	if _, err := m.Send(ctx, testMessage(testKey("k1", 'c'))); digest.SendClassOf(err) != digest.SendTemporary {
 		t.Fatalf("first Send = %v; want temporary", err)
 	}
 	if _, err := m.Send(ctx, testMessage(testKey("k1", 'c'))); err != nil {
@@ -192,7 +192,7 @@ func TestSendInvalidAddressIsPermanent(t *testing.T) {
 		msg := testMessage(testKey("k1", 'f'))
 		msg.To.Email = to
 		_, err := m.Send(ctxT(t), msg)
-		if digest.ClassOf(err) != digest.ClassPermanent || !errors.Is(err, smtp.ErrInvalidAddress) {
+		if digest.SendClassOf(err) != digest.SendPermanent || !errors.Is(err, smtp.ErrInvalidAddress) {
 			t.Errorf("Send to %q = %v; want permanent ErrInvalidAddress", to, err)
 		}
 	}
@@ -207,7 +207,7 @@ func TestSendCancelledContextIsTemporary(t *testing.T) {
 	m := newMailer(t, srv.addr, nil)
 	ctx, cancel := contextWithCancel(t)
 	cancel()
-	if _, err := m.Send(ctx, testMessage(testKey("k1", '1'))); digest.ClassOf(err) != digest.ClassTemporary {
+	if _, err := m.Send(ctx, testMessage(testKey("k1", '1'))); digest.SendClassOf(err) != digest.SendTemporary {
 		t.Fatalf("Send = %v; want temporary", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestSendRefusesWhenTheDeadlineIsShorterThanTheWorstCase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
 	defer cancel()
 	_, err := m.Send(ctx, testMessage(testKey("k1", 'b')))
-	if !errors.Is(err, digest.ErrNoTime) || digest.ClassOf(err) != digest.ClassTemporary {
+	if !errors.Is(err, digest.ErrNoTime) || digest.SendClassOf(err) != digest.SendTemporary {
 		t.Fatalf("Send = %v; want a temporary ErrNoTime", err)
 	}
 	if n := len(srv.messages()); n != 0 {

@@ -218,7 +218,7 @@ func TestMailpitOneClickUnsubscribeHeaders(t *testing.T) {
 	for _, bad := range []string{"https://example.com/u/x\r\nBcc: victim@example.com", "https://example.com/u/x>, <https://evil.test/", "https://example.com/u/x y"} {
 		msg := testMessage(testKey("k1", '4'))
 		msg.Unsubscribe = bad
-		if _, err := m.Send(ctx, msg); digest.ClassOf(err) != digest.ClassPermanent {
+		if _, err := m.Send(ctx, msg); digest.SendClassOf(err) != digest.SendPermanent {
 			t.Errorf("Send with unsubscribe %q = %v, want a permanent failure", bad, err)
 		}
 	}

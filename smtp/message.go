@@ -216,7 +216,7 @@ func MessageID(key digest.Key, domain string) string { return key.Hex() + "@" + 
 
 // permanent wraps err as a permanent send failure.
 func permanent(err error) error {
-	return &digest.SendError{Class: digest.ClassPermanent, Err: err}
+	return &digest.SendError{Class: digest.SendPermanent, Err: err}
 }
 
 // letter turns m into the letter the mailer sends (composeLetter). Its

@@ -68,7 +68,7 @@ func FuzzValidateAddress(f *testing.F) {
 		}
 		msg := testMessage(testKey("fz", 'a'))
 		msg.To = digest.Address{Name: name, Email: addr}
-		if _, renderErr := env.Render(msg, time.Unix(0, 0)); renderErr != nil && digest.ClassOf(renderErr) != digest.ClassPermanent {
+		if _, renderErr := env.Render(msg, time.Unix(0, 0)); renderErr != nil && digest.SendClassOf(renderErr) != digest.SendPermanent {
 			t.Fatalf("Render to %q: %v, want success or permanent", addr, renderErr)
 		}
 	})

@@ -159,32 +159,32 @@ func TestSendEnvelope(t *testing.T) {
 		srv       envelopeServer
 		wantStage gomail.SendErrReason // 0: success
 		wantCode  int
-		wantClass digest.Class
+		wantClass digest.SendClass
 		wantLines []string // what the server read after the commands
 		writes    int64
 	}{
 		{name: "accepted", srv: envelopeServer{replies: []string{"250 ok\r\n", "250 ok\r\n", "354 go ahead\r\n"}, closeAt: -1}, writes: 1},
 		{name: "MAIL refused", srv: envelopeServer{replies: []string{"550 5.7.1 no\r\n", "503 5.5.1 MAIL first\r\n", "503 5.5.1 MAIL first\r\n"}, closeAt: -1},
-			wantStage: gomail.ErrSMTPMailFrom, wantCode: 550, wantClass: digest.ClassPermanent, writes: 1},
+			wantStage: gomail.ErrSMTPMailFrom, wantCode: 550, wantClass: digest.SendPermanent, writes: 1},
 		{name: "MAIL deferred", srv: envelopeServer{replies: []string{"451 4.3.0 later\r\n", "503 5.5.1 MAIL first\r\n", "503 5.5.1 MAIL first\r\n"}, closeAt: -1},
-			wantStage: gomail.ErrSMTPMailFrom, wantCode: 451, wantClass: digest.ClassTemporary, writes: 1},
+			wantStage: gomail.ErrSMTPMailFrom, wantCode: 451, wantClass: digest.SendTemporary, writes: 1},
 		{name: "RCPT refused", srv: envelopeServer{replies: []string{"250 ok\r\n", "550 5.1.1 unknown\r\n", "554 5.5.1 no valid recipients\r\n"}, closeAt: -1},
-			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.ClassPermanent, writes: 1},
+			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.SendPermanent, writes: 1},
 		{name: "RCPT deferred", srv: envelopeServer{replies: []string{"250 ok\r\n", "450 4.2.1 busy\r\n", "554 5.5.1 no valid recipients\r\n"}, closeAt: -1},
-			wantStage: gomail.ErrSMTPRcptTo, wantCode: 450, wantClass: digest.ClassTemporary, writes: 1},
+			wantStage: gomail.ErrSMTPRcptTo, wantCode: 450, wantClass: digest.SendTemporary, writes: 1},
 		{name: "DATA refused", srv: envelopeServer{replies: []string{"250 ok\r\n", "250 ok\r\n", "554 5.3.4 no\r\n"}, closeAt: -1},
-			wantStage: gomail.ErrSMTPData, wantCode: 554, wantClass: digest.ClassPermanent, writes: 1},
+			wantStage: gomail.ErrSMTPData, wantCode: 554, wantClass: digest.SendPermanent, writes: 1},
 		{name: "354 after RCPT refused", srv: envelopeServer{replies: []string{"250 ok\r\n", "550 5.1.1 unknown\r\n", "354 go ahead\r\n"}, closeAt: -1,
 			after: "554 5.5.1 no valid recipients\r\n"},
-			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.ClassPermanent, wantLines: []string{".\r\n"}, writes: 2},
+			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.SendPermanent, wantLines: []string{".\r\n"}, writes: 2},
 		{name: "closed before any reply", srv: envelopeServer{closeAt: 0},
-			wantStage: gomail.ErrSMTPMailFrom, wantClass: digest.ClassTemporary, writes: 1},
+			wantStage: gomail.ErrSMTPMailFrom, wantClass: digest.SendTemporary, writes: 1},
 		{name: "closed after MAIL's reply", srv: envelopeServer{replies: []string{"250 ok\r\n"}, closeAt: 1},
-			wantStage: gomail.ErrSMTPRcptTo, wantClass: digest.ClassTemporary, writes: 1},
+			wantStage: gomail.ErrSMTPRcptTo, wantClass: digest.SendTemporary, writes: 1},
 		{name: "closed after RCPT refused", srv: envelopeServer{replies: []string{"250 ok\r\n", "550 5.1.1 unknown\r\n"}, closeAt: 2},
-			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.ClassPermanent, writes: 1},
+			wantStage: gomail.ErrSMTPRcptTo, wantCode: 550, wantClass: digest.SendPermanent, writes: 1},
 		{name: "closed before DATA's reply", srv: envelopeServer{replies: []string{"250 ok\r\n", "250 ok\r\n"}, closeAt: 2},
-			wantStage: gomail.ErrSMTPData, wantClass: digest.ClassTemporary, writes: 1},
+			wantStage: gomail.ErrSMTPData, wantClass: digest.SendTemporary, writes: 1},
 	}
 	for _, c := range cases {
 		client, server := net.Pipe()
@@ -203,7 +203,7 @@ func TestSendEnvelope(t *testing.T) {
 			if code, _ := replyCode(err); code != c.wantCode {
 				t.Errorf("%s: reply code %d, want %d", c.name, code, c.wantCode)
 			}
-			if got := digest.ClassOf(classifySMTP(stage, err)); got != c.wantClass {
+			if got := digest.SendClassOf(classifySMTP(stage, err)); got != c.wantClass {
 				t.Errorf("%s: class %s, want %s", c.name, got, c.wantClass)
 			}
 		}
@@ -257,7 +257,7 @@ func TestSendEnvelopeAfterTheLeaseWritesNothing(t *testing.T) {
 		got <- n
 	}()
 	stage, err := sendEnvelope(textproto.NewConn(lc), "MAIL FROM:<a@example.com>", []string{"<b@example.net>"})
-	if stage != gomail.ErrSMTPMailFrom || digest.ClassOf(classifySMTP(stage, err)) != digest.ClassTemporary {
+	if stage != gomail.ErrSMTPMailFrom || digest.SendClassOf(classifySMTP(stage, err)) != digest.SendTemporary {
 		t.Fatalf("sendEnvelope = %v at %v; want a temporary failure at MAIL", err, stage)
 	}
 	if n := <-got; n != 0 {
@@ -281,7 +281,7 @@ func TestSendChunkedAfterTheLeaseWritesNothing(t *testing.T) {
 		got <- n
 	}()
 	_, stage, err := sendChunked(textproto.NewConn(lc), "MAIL FROM:<a@example.com>", []string{"<b@example.net>"}, []byte("Subject: x\r\n\r\nbody\r\n"))
-	if err == nil || digest.ClassOf(classifySMTP(stage, err)) != digest.ClassTemporary {
+	if err == nil || digest.SendClassOf(classifySMTP(stage, err)) != digest.SendTemporary {
 		t.Fatalf("sendChunked = %v at %v; want a temporary failure", err, stage)
 	}
 	if n := <-got; n != 0 {

@@ -172,7 +172,7 @@ func TestSendPipelined354AfterRefusedRcpt(t *testing.T) {
 	m := newMailer(t, srv.addr, nil)
 	_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
 	var se *smtp.SMTPError
-	if digest.ClassOf(err) != digest.ClassPermanent || !errors.As(err, &se) || se.Code != 550 || se.Stage != gomail.ErrSMTPRcptTo.String() {
+	if digest.SendClassOf(err) != digest.SendPermanent || !errors.As(err, &se) || se.Code != 550 || se.Stage != gomail.ErrSMTPRcptTo.String() {
 		t.Fatalf("Send = %v; want RCPT's 550, permanent", err)
 	}
 	if got := <-after; got != ".\r\n" {
@@ -198,7 +198,7 @@ func TestSendPipelinedConnectionClosedBeforeReplies(t *testing.T) {
 		srv := startRawSMTP(t, []string{"PIPELINING"}, func(_ int, s *rawSession) { s.commands() })
 		m := newMailer(t, srv.addr, nil)
 		_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'a')))
-		if digest.ClassOf(err) != digest.ClassTemporary {
+		if digest.SendClassOf(err) != digest.SendTemporary {
 			t.Fatalf("Send = %v; want temporary", err)
 		}
 		srv.check(t)
@@ -270,7 +270,7 @@ func TestSendPipelinedRefusedRcptThenNext(t *testing.T) {
 	m := newMailer(t, srv.addr, nil)
 	for i, refused := range []bool{false, true, false} {
 		_, err := m.Send(ctxT(t), testMessage(testKey("k1", byte('a'+i))))
-		if !refused && err != nil || refused && digest.ClassOf(err) != digest.ClassPermanent {
+		if !refused && err != nil || refused && digest.SendClassOf(err) != digest.SendPermanent {
 			t.Fatalf("Send %d = %v; want refused (permanent) %v", i, err, refused)
 		}
 	}

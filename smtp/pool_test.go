@@ -108,7 +108,7 @@ func TestSendPooledConnectionLostAfterDataIsAmbiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := m.Send(ctxT(t), testMessage(testKey("k1", 'b')))
-	if digest.ClassOf(err) != digest.ClassAmbiguous {
+	if digest.SendClassOf(err) != digest.SendAmbiguous {
 		t.Fatalf("Send = %v; want ambiguous", err)
 	}
 	wantCommands(t, srv, map[string]int{"EHLO": 1, "MAIL": 2, "RCPT": 2, "DATA": 2})

@@ -337,7 +337,7 @@ func (v *Verifier) count(ctx context.Context, counter Counter, paced bool, k dig
 			return n, err
 		}
 		var se *digest.SendError
-		if errors.As(err, &se) && se.Class == digest.ClassPermanent {
+		if errors.As(err, &se) && se.Class == digest.SendPermanent {
 			return 0, err
 		}
 		wait := v.cfg.Backoff(attempt)

@@ -125,7 +125,7 @@ func TestVerifyClassifies(t *testing.T) {
 		key(1): digest.StateSent, key(2): digest.StateSent, key(3): digest.StateSent, key(4): digest.StateSent,
 		key(5): digest.StateFailed, key(6): digest.StateHeld, key(7): digest.StateRetryable,
 	}}
-	refused := &digest.SendError{Class: digest.ClassPermanent, Err: errors.New("HTTP 401")}
+	refused := &digest.SendError{Class: digest.SendPermanent, Err: errors.New("HTTP 401")}
 	p := &provider{
 		counts: map[digest.Key]int{key(1): 1, key(2): 0, key(3): 3},
 		listed: []digest.Key{key(1), key(3), key(3), key(3), key(5), key(5), key(6), key(99)},
@@ -261,7 +261,7 @@ func TestVerifyRetriesTemporaryFailures(t *testing.T) {
 	now := time.Now()
 	p := &provider{counts: map[digest.Key]int{key(1): 1, key(2): 1}, fail: func(k digest.Key, call int) error {
 		if k == key(2) || call < 3 {
-			return &digest.SendError{Class: digest.ClassTemporary, RetryAt: now, Err: errors.New("HTTP 429")}
+			return &digest.SendError{Class: digest.SendTemporary, RetryAt: now, Err: errors.New("HTTP 429")}
 		}
 		return nil
 	}}
@@ -275,7 +275,7 @@ func TestVerifyRetriesTemporaryFailures(t *testing.T) {
 type failingLister struct{}
 
 func (failingLister) ListKeys(context.Context, func([]digest.Key) error) error {
-	return &digest.SendError{Class: digest.ClassTemporary, Err: errors.New("HTTP 503")}
+	return &digest.SendError{Class: digest.SendTemporary, Err: errors.New("HTTP 503")}
 }
 
 // When the counts come from a listing that fails, nothing is checked and

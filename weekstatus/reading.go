@@ -35,17 +35,17 @@ func (r *Reading) add(rec digest.Record, err error, spec digest.Spec, sendEmpty 
 		r.NotBuilt++
 		return
 	}
-	_, v, _ := run.Classify(rec, spec, r.Shard, sendEmpty)
+	_, v, _ := run.VerdictOf(rec, spec, r.Shard, sendEmpty)
 	switch v {
-	case run.Suppressed:
+	case run.VerdictSuppressed:
 		r.Suppress++
 		r.Others = append(r.Others, rec.Customer.ID)
-	case run.Invalid:
+	case run.VerdictInvalid:
 		r.NotBuilt++
-	case run.Empty:
+	case run.VerdictEmpty:
 		r.Empty++
 		r.Others = append(r.Others, rec.Customer.ID)
-	case run.Send:
+	case run.VerdictSend:
 		r.Send++
 	}
 }

@@ -134,7 +134,7 @@ type Input struct {
 // Tally is the week's customers by outcome, and what the cutoff left out.
 type Tally struct {
 	Customers Counts
-	// Expected are the digests a run would send (run.Classify's Send).
+	// Expected are the digests a run would send (run.VerdictOf's Send).
 	Expected int64
 	// ExcludedRows and ExcludedCustomers count the week's activity rows
 	// recorded after AsOf and by Latest, and their customers: what an
@@ -184,20 +184,20 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 				t.ExcludedCustomers++
 			}
 		}
-		d, v, _ := run.Classify(rec, in.Spec, in.Shard, in.SendEmpty)
+		d, v, _ := run.VerdictOf(rec, in.Spec, in.Shard, in.SendEmpty)
 		switch v {
-		case run.OtherShard:
-		case run.Suppressed:
+		case run.VerdictOtherShard:
+		case run.VerdictSuppressed:
 			t.Customers[Suppressed]++
-		case run.Invalid:
+		case run.VerdictInvalid:
 			t.Customers[SkippedNotBuilt]++
-		case run.Empty:
+		case run.VerdictEmpty:
 			if later[rec.Customer.ID] > 0 {
 				t.Customers[Excluded]++
 			} else {
 				t.Customers[SkippedEmpty]++
 			}
-		case run.Send:
+		case run.VerdictSend:
 			t.Expected++
 			o, r := in.outcome(d.Identity)
 			t.Customers[o]++

@@ -112,15 +112,15 @@ func BenchmarkStatus(b *testing.B) {
 			b.Fatal(err)
 		}
 		r := &readings[digest.ShardOf(rec.Customer.ID, shards)]
-		d, v, _ := run.Classify(rec, spec, digest.Shard{}, false)
+		d, v, _ := run.VerdictOf(rec, spec, digest.Shard{}, false)
 		switch v {
-		case run.Send:
+		case run.VerdictSend:
 			r.send++
 			receipts = append(receipts, []any{string(keys.Key(d.Identity)), keys.CurrentID(), "sent", d.Fingerprint(), 1, int64(len(receipts) + 1),
 				now, now, now, "bench", "bench", week.String(), now})
-		case run.Suppressed:
+		case run.VerdictSuppressed:
 			r.suppressed++
-		case run.Empty:
+		case run.VerdictEmpty:
 			r.empty++
 		default:
 			r.notBuilt++

@@ -118,3 +118,57 @@ func writeFile(t *testing.T, dir, name, text string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBenchmarksSayWhereFrom checks that every measurement of
+// docs/benchmarks.md says its date, machine and load, and command.
+func TestBenchmarksSayWhereFrom(t *testing.T) {
+	t.Parallel()
+	ix, err := Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ix.CheckBenchmarks("docs/benchmarks.md", string(b)) {
+		t.Error(p)
+	}
+	if n := strings.Count(string(b), "\n- Command: "); n < 5 {
+		t.Errorf("docs/benchmarks.md has %d measurements with a command; the parser or the page is wrong", n)
+	}
+}
+
+// TestCheckBenchmarksFindsFiguresWithoutOrigin runs the check on pages
+// that each lack one thing.
+func TestCheckBenchmarksFindsFiguresWithoutOrigin(t *testing.T) {
+	t.Parallel()
+	ix, err := Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const machines = "## Machines\n\n| id | machine |\n| --- | --- |\n| dev | 2 cores |\n\n"
+	const table = "\n| a | b |\n| --- | --- |\n| 1 | 2 |\n"
+	tests := []struct {
+		name, page, want string // want: part of the one problem; "" for none
+	}{
+		{"complete", machines + "## M\n\n- Date: 2026-12-02\n- Machine: dev, load 3\n- Command: `go run ./cmd/digest-bench user --runs 3`\n" + table, ""},
+		{"text without figures", machines + "## Notes\n\nNo table here.\n", ""},
+		{"no date", machines + "## M\n\n- Machine: dev, load 3\n- Command: `go test ./ledger/postgres/`\n" + table, "Date"},
+		{"no machine", machines + "## M\n\n- Date: 2026-12-02\n- Command: `go test ./ledger/postgres/`\n" + table, "Machine"},
+		{"unknown machine", machines + "## M\n\n- Date: 2026-12-02\n- Machine: laptop, load 3\n- Command: `go test ./ledger/postgres/`\n" + table, "Machines table"},
+		{"no load", machines + "## M\n\n- Date: 2026-12-02\n- Machine: dev, quiet\n- Command: `go test ./ledger/postgres/`\n" + table, "load"},
+		{"no command", machines + "## M\n\n- Date: 2026-12-02\n- Machine: dev, load 3\n" + table, "Command"},
+		{"unknown flag", machines + "## M\n\n- Date: 2026-12-02\n- Machine: dev, load 3\n- Command: `go run ./cmd/digest-bench user --rounds 3`\n" + table, "--rounds"},
+		{"unknown package", machines + "## M\n\n- Date: 2026-12-02\n- Machine: dev, load 3\n- Command: `go test ./sender/postgres/`\n" + table, "./sender/postgres"},
+	}
+	for _, tt := range tests {
+		got := ix.CheckBenchmarks("b.md", tt.page)
+		switch {
+		case tt.want == "" && len(got) != 0:
+			t.Errorf("%s: %v, want none", tt.name, got)
+		case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0].Why, tt.want)):
+			t.Errorf("%s: %v, want one problem about %s", tt.name, got, tt.want)
+		}
+	}
+}

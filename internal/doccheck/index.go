@@ -34,6 +34,7 @@ type Index struct {
 	// the runbook quotes as it quotes Go names.
 	Alerts map[string]bool
 
+	root   string
 	fset   *token.FileSet
 	goAST  map[string]*ast.File // by path relative to the root
 	goPath []string             // the keys of goAST, in walk order
@@ -54,6 +55,7 @@ func Load(root string) (*Index, error) {
 		Tests:    map[string]bool{},
 		Alerts:   map[string]bool{},
 		Subtests: map[string]bool{},
+		root:     root,
 		fset:     token.NewFileSet(),
 		goAST:    map[string]*ast.File{},
 	}

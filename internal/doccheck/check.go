@@ -82,7 +82,8 @@ var (
 )
 
 // Check checks docs/*.md, README.md and the comments of every Go file
-// under root, and returns what names nothing, sorted by file and line.
+// under root, and the doc sections named anywhere (CheckSections), and
+// returns what names nothing, sorted by file and line.
 func Check(root string) ([]Problem, error) {
 	ix, err := Load(root)
 	if err != nil {
@@ -103,6 +104,11 @@ func Check(root string) ([]Problem, error) {
 		out = append(out, ix.CheckMarkdown(filepath.ToSlash(rel), string(b))...)
 	}
 	out = append(out, ix.CheckComments()...)
+	sections, err := ix.CheckSections()
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, sections...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].File != out[j].File {
 			return out[i].File < out[j].File

@@ -172,3 +172,30 @@ func TestCheckBenchmarksFindsFiguresWithoutOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSectionsFindsMissingSections checks the sections named beside
+// a doc: a heading's start or a bold paragraph lead resolves, anything
+// else is reported where it is named.
+func TestCheckSectionsFindsMissingSections(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "docs/ops.md", "# Ops\n\n## Where a run waits: stage times and `--trace`\n\n**Bounces.** Text.\n")
+	writeFile(t, dir, "run/run.go", `package run
+
+// See docs/ops.md, "Where a run waits" and ops.md ("Bounces"), and
+// README.md, "Anything" of a doc that is not here.
+// Gone: docs/ops.md, "Week state".
+func Run() {}
+`)
+	ix, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ix.CheckSections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].String() != `run/run.go:5: ops.md, "Week state": no section of that name in ops.md` {
+		t.Errorf("got %v", got)
+	}
+}

@@ -25,15 +25,19 @@ func (p Problem) String() string {
 // and are not: other modules' types and the words of protocols and file
 // formats. Each has its reason; a stale name of ours must not hide here.
 var Allowed = map[string]string{
-	"Msg.WriteTo":      "go-mail's message writer, the composer's reference",
-	"PrometheusRule":   "the Prometheus Operator's resource kind",
-	"DisruptionTarget": "a Kubernetes pod condition",
-	"Recreate":         "a Kubernetes Deployment strategy",
-	"Local":            "time.Local, Go's local zone, as DIGEST_TZ's value",
-	"Intl":             "JavaScript's Intl, a reference for CLDR formats",
-	"MMMEd":            "a CLDR skeleton",
-	"VmHWM":            "a field of /proc/PID/status",
-	"Unreleased":       "Keep a Changelog's section",
+	"Msg.WriteTo":            "go-mail's message writer, the composer's reference",
+	"PrometheusRule":         "the Prometheus Operator's resource kind",
+	"DisruptionTarget":       "a Kubernetes pod condition",
+	"Recreate":               "a Kubernetes Deployment strategy",
+	"Local":                  "time.Local, Go's local zone, as DIGEST_TZ's value",
+	"Intl":                   "JavaScript's Intl, a reference for CLDR formats",
+	"MMMEd":                  "a CLDR skeleton",
+	"VmHWM":                  "a field of /proc/PID/status",
+	"Unreleased":             "Keep a Changelog's section",
+	"yMMMd":                  "a CLDR skeleton",
+	"defaultNumberingSystem": "a CLDR numbers field",
+	"minimumGroupingDigits":  "a CLDR numbers field",
+	"generateName":           "a Kubernetes metadata field the manifests do not use, and say why",
 }
 
 // fileSuffixes end names like digest.db that are files, not selectors.
@@ -55,6 +59,7 @@ var (
 	spanQualified  = regexp.MustCompile(`^([a-z][a-z0-9]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?$`)
 	spanMember     = regexp.MustCompile(`^([A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$`)
 	spanFile       = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
+	spanCamel      = regexp.MustCompile(`^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$`)
 	spanExported   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*$`)
 	callSuffix     = regexp.MustCompile(`\(.*\)$`)
 )
@@ -214,6 +219,14 @@ func (ix *Index) checkSpan(s string) (ref, why string) {
 			return s, m[1] + " has no method or field " + m[2]
 		}
 		return s, ""
+	case spanCamel.MatchString(s):
+		// An unexported Go name (composeLetter, startChunk) or a key of
+		// deploy's manifests (backoffLimit): snake_case SQL and JSON
+		// names never have the hump.
+		if _, ok := Allowed[s]; ok || ix.anyName(s) || ix.isMember(s) || ix.ManifestKeys[s] {
+			return s, ""
+		}
+		return s, "no name, method or field of that name in the module"
 	case spanExported.MatchString(s):
 		if _, ok := Allowed[s]; ok || ix.Exported[s] || ix.isMember(s) || ix.Alerts[s] || ix.Subtests[s] {
 			return s, ""
@@ -242,6 +255,16 @@ func (ix *Index) qualified(pkg, name, member string) string {
 		}
 	}
 	return ""
+}
+
+// anyName reports whether some package declares name at top level.
+func (ix *Index) anyName(name string) bool {
+	for _, names := range ix.Packages {
+		if names[name] {
+			return true
+		}
+	}
+	return false
 }
 
 func (ix *Index) isMember(name string) bool {

@@ -44,7 +44,10 @@ type Config struct{ Week string }
 func VerdictOf() Verdict { return 0 }
 
 func (c Config) Validate() error { return nil }
+
+func startChunk() int { return 25 }
 `)
+	writeFile(t, dir, "deploy/cronjob.yaml", "spec:\n  jobTemplate:\n    spec:\n      backoffLimit: 3\n")
 	writeFile(t, dir, "run/run_test.go", `package run
 
 import "testing"
@@ -68,6 +71,8 @@ func TestVerdictOf(t *testing.T) {}
 		{"`Config.Lease`", []string{"Config.Lease"}},
 		{"`Envelope.build`", []string{"Envelope.build"}},
 		{"`VerdictSend`", []string{"VerdictSend"}},
+		{"`startChunk` and `backoffLimit`, `iso_week`", nil},
+		{"`composeLetter` and `podFailurePolicy`", []string{"composeLetter", "podFailurePolicy"}},
 		{"see TestClassify", []string{"TestClassify"}},
 		{"`BenchmarkVerdict` and FuzzVerdict", []string{"BenchmarkVerdict", "FuzzVerdict"}},
 		{"in `run/stages.go` and smtp/compose.go", []string{"run/stages.go", "smtp/compose.go"}},

@@ -33,6 +33,8 @@ type Index struct {
 	// Alerts holds the alert names of deploy/monitoring's rules, which
 	// the runbook quotes as it quotes Go names.
 	Alerts map[string]bool
+	// ManifestKeys holds the keys of deploy/'s manifests.
+	ManifestKeys map[string]bool
 
 	root   string
 	fset   *token.FileSet
@@ -48,16 +50,17 @@ func skipDir(name string) bool {
 // Load parses every .go file under root.
 func Load(root string) (*Index, error) {
 	ix := &Index{
-		Files:    map[string]bool{},
-		Packages: map[string]map[string]bool{},
-		Exported: map[string]bool{},
-		Members:  map[string]map[string]bool{},
-		Tests:    map[string]bool{},
-		Alerts:   map[string]bool{},
-		Subtests: map[string]bool{},
-		root:     root,
-		fset:     token.NewFileSet(),
-		goAST:    map[string]*ast.File{},
+		Files:        map[string]bool{},
+		Packages:     map[string]map[string]bool{},
+		Exported:     map[string]bool{},
+		Members:      map[string]map[string]bool{},
+		Tests:        map[string]bool{},
+		Alerts:       map[string]bool{},
+		ManifestKeys: map[string]bool{},
+		Subtests:     map[string]bool{},
+		root:         root,
+		fset:         token.NewFileSet(),
+		goAST:        map[string]*ast.File{},
 	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -75,8 +78,8 @@ func Load(root string) (*Index, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		ix.Files[rel] = true
-		if strings.HasPrefix(rel, "deploy/monitoring/") && strings.HasSuffix(rel, ".yaml") {
-			return ix.addAlerts(path)
+		if strings.HasPrefix(rel, "deploy/") && strings.HasSuffix(rel, ".yaml") {
+			return ix.addYAML(path)
 		}
 		if !strings.HasSuffix(rel, ".go") {
 			return nil
@@ -102,8 +105,9 @@ func Load(root string) (*Index, error) {
 	return ix, nil
 }
 
-// addAlerts records the "alert:" names of a rules file.
-func (ix *Index) addAlerts(path string) error {
+// addYAML records the alert names and the keys of a manifest under
+// deploy/: the runbook quotes both (DigestRunFailed, backoffLimit).
+func (ix *Index) addYAML(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -111,10 +115,16 @@ func (ix *Index) addAlerts(path string) error {
 	for _, m := range alertName.FindAllStringSubmatch(string(b), -1) {
 		ix.Alerts[m[1]] = true
 	}
+	for _, m := range yamlKey.FindAllStringSubmatch(string(b), -1) {
+		ix.ManifestKeys[m[1]] = true
+	}
 	return nil
 }
 
-var alertName = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*([A-Za-z0-9_]+)`)
+var (
+	alertName = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*([A-Za-z0-9_]+)`)
+	yamlKey   = regexp.MustCompile(`(?m)^\s*-?\s*([A-Za-z][A-Za-z0-9]*):`)
+)
 
 func (ix *Index) add(f *ast.File) {
 	pkg := strings.TrimSuffix(f.Name.Name, "_test")

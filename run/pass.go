@@ -14,7 +14,7 @@ import (
 // item is one digest travelling through a pass.
 type item struct {
 	digest      digest.Digest
-	fingerprint string       // digest.Fingerprint(), computed once
+	fingerprint string       // the digest's Fingerprint(), computed once
 	keys        []digest.Key // the candidate keys, the week's pinned key id first
 	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 

@@ -26,10 +26,9 @@ import (
 // customers (DIGEST_STATUS_BENCH_N, default 2,000) whose digests were all
 // sent, as eight shard runs leave it: counted from the ledger (the runs'
 // recorded reads against the receipts by state) and with --customers
-// (every customer read from the source and matched to its receipt, the
-// only way before), for the whole week and for one shard of 8; each
+// (every customer read from the source and matched to its receipt), for the whole week and for one shard of 8; each
 // timed once, in-process (no process start), with the receipts' pages
-// as a run leaves them and again after VACUUM. docs/scaling.md has the
+// as a run leaves them and again after VACUUM. docs/benchmarks.md has the
 // command and the figures:
 //
 //	DIGEST_STATUS_BENCH_N=1000000 go test -run '^$' -bench BenchmarkStatus -benchtime 1x -timeout 2h ./cmd/digest/

@@ -132,8 +132,8 @@ const (
 	// genericPlans: cached generic plans. Only the single-key statements
 	// (claimOneSQL, startOneSQL, finishOneSQL) use them: they reach
 	// receipts by one key, through the primary key whatever the table's
-	// size when the plan was made (docs/scaling.md shows the plans), and
-	// planning them anew cost as much as running them.
+	// size when the plan was made, and planning them anew cost as much as
+	// running them (docs/scaling.md, "The claim statement and its index").
 	genericPlans
 )
 

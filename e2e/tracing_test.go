@@ -127,7 +127,8 @@ func tracedEnv(t *testing.T, n int, otel ...string) (e *e2etest.Env, snap string
 // its claim batches, start chunks and finish batches, with the run's
 // week, type, version, shard and mode, each batch's size and outcomes. No
 // attribute or event holds a customer's address or name, and the log
-// lines made under a span carry the run's trace id.
+// lines made under a span carry the run's trace id, as does the summary
+// ("run finished", after the run) with the run span's id.
 func TestRunSendsItsSpansToAnOTLPCollector(t *testing.T) {
 	t.Parallel()
 	c := newCollector(t)
@@ -233,8 +234,8 @@ func TestRunSendsItsSpansToAnOTLPCollector(t *testing.T) {
 				t.Errorf("log line %q: trace_id %s span_id %s; want the run's trace %s and one of its spans", l.Msg, l.TraceID, l.SpanID, runTrace)
 			}
 		}
-		if l.Msg == "run starting" && (l.TraceID != runTrace || l.SpanID != hex.EncodeToString(root.SpanId)) {
-			t.Errorf("\"run starting\" names trace %q span %q; want the run span %s/%x", l.TraceID, l.SpanID, runTrace, root.SpanId)
+		if (l.Msg == "run starting" || l.Msg == "run finished") && (l.TraceID != runTrace || l.SpanID != hex.EncodeToString(root.SpanId)) {
+			t.Errorf("%q names trace %q span %q; want the run span %s/%x", l.Msg, l.TraceID, l.SpanID, runTrace, root.SpanId)
 		}
 	}
 	if traced == 0 {

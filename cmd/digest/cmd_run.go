@@ -117,14 +117,14 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("unexpected argument %q", pos[0])
 	}
 	log := newLogger(env, st)
-	tracer, log, flushTraces := startTracing(ctx, env, log)
-	defer flushTraces()
+	traces, log := startTracing(ctx, env, log)
+	defer traces.flush()
 
 	cfg, err := runConfig(st, env, *week, *mode, *shard, *cohort, *ambiguous)
 	if err != nil {
 		return err
 	}
-	cfg.Tracer = tracer
+	cfg.Tracer = traces.Tracer()
 	noteScheduledWeek(ctx, cfg.Spec.Week)
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
@@ -233,6 +233,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
+	log = traces.named(log)
 	if err := stopTrace(); err != nil {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}

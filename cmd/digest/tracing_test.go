@@ -41,10 +41,10 @@ func TestTracingOffLeavesLogsWithoutTraceIDs(t *testing.T) {
 		}
 		env := &Env{Getenv: func(k string) string { return vars[k] }}
 		log := slog.New(slog.DiscardHandler)
-		tracer, logged, flush := startTracing(context.Background(), env, log)
-		flush()
-		if tracer != nil || logged != log {
-			t.Errorf("%v: tracing off, yet a tracer (%v) or another logger", otel, tracer)
+		traces, logged := startTracing(context.Background(), env, log)
+		traces.flush()
+		if traces.Tracer() != nil || logged != log || traces.named(log) != log {
+			t.Errorf("%v: tracing off, yet a tracer (%v) or another logger", otel, traces.Tracer())
 		}
 	}
 	if n := exports.Load(); n != 0 {

@@ -231,10 +231,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				}
 				if p.number == 1 && cfg.Lenient {
 					r.counters.skipped.Add(1)
-					cfg.Logger.Warn("bad snapshot record skipped", r.badRecordAttrs(bad)...)
+					cfg.Logger.WarnContext(ctx, "bad snapshot record skipped", r.badRecordAttrs(bad)...)
 				} else if p.number == 1 {
 					r.counters.invalid.Add(1)
-					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.badRecordAttrs(bad)...)
+					cfg.Logger.ErrorContext(ctx, "bad snapshot record: no digest for it until it is fixed", r.badRecordAttrs(bad)...)
 				}
 				continue
 			}
@@ -268,7 +268,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				} else {
 					r.counters.invalid.Add(1)
 				}
-				cfg.Logger.Error("digest not built", "err", err)
+				cfg.Logger.ErrorContext(ctx, "digest not built", "err", err)
 			}
 			continue
 		}
@@ -290,10 +290,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			// fails the run, lenient skips it; never claimed.
 			if p.number == 1 && cfg.Lenient {
 				r.counters.skipped.Add(1)
-				cfg.Logger.Warn("bad snapshot record skipped", r.unsendableAttrs(bad, rec.Customer.Email)...)
+				cfg.Logger.WarnContext(ctx, "bad snapshot record skipped", r.unsendableAttrs(bad, rec.Customer.Email)...)
 			} else if p.number == 1 {
 				r.counters.invalid.Add(1)
-				cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.unsendableAttrs(bad, rec.Customer.Email)...)
+				cfg.Logger.ErrorContext(ctx, "bad snapshot record: no digest for it until it is fixed", r.unsendableAttrs(bad, rec.Customer.Email)...)
 			}
 			continue
 		}

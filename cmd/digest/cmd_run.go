@@ -74,6 +74,17 @@ or a week before its cutoff without --early-cutoff),
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
 trace FILE); the final "run finished" line's summary.stages says where each
 pipeline stage spent the run (docs/operations.md, "Where a run waits").
+
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+set, the run sends OpenTelemetry spans over OTLP/HTTP: the run, each pass,
+each claim batch, start chunk and finish batch (a ledger call each), and a
+span per key (its HMAC hex, never an address) for a look-up or a failed
+send. Log lines made under a span carry its trace_id and span_id. These are
+the standard OpenTelemetry variables, not DIGEST_ settings; the SDK's own
+apply too: OTEL_SDK_DISABLED=true (off), OTEL_SERVICE_NAME (default digest),
+OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_EXPORTER_OTLP_HEADERS.
+An unreachable collector never fails the run; its exit waits at most 5s to
+flush the spans (docs/operations.md, "Traces").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
@@ -106,11 +117,14 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("unexpected argument %q", pos[0])
 	}
 	log := newLogger(env, st)
+	traces, log := startTracing(ctx, env, log)
+	defer traces.flush()
 
 	cfg, err := runConfig(st, env, *week, *mode, *shard, *cohort, *ambiguous)
 	if err != nil {
 		return err
 	}
+	cfg.Tracer = traces.Tracer()
 	noteScheduledWeek(ctx, cfg.Spec.Week)
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
@@ -219,6 +233,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
+	log = traces.named(log)
 	if err := stopTrace(); err != nil {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}

@@ -104,10 +104,10 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 		<-renewed
 	}()
 
-	items := make(chan []*item, 1)         // built, batched for a claim
-	claimed := make(chan []*item, 1)       // claimed, not marked as sending
-	sends := newSendQueue(startChunk(cfg)) // marked as sending, not yet sent
-	done := newDoneQueue(cfg.BatchSize)    // sent (or settled), not yet recorded
+	items := make(chan []*item, 1)                   // built, batched for a claim
+	claimed := make(chan []*item, 1)                 // claimed, not marked as sending
+	sends := newSendQueue(startChunk(cfg))           // marked as sending, not yet sent
+	done := newDoneQueue(cfg.BatchSize, batchLinger) // sent (or settled), not yet recorded
 
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(intakeCtx, q, items) }()

@@ -201,6 +201,9 @@ func (ix *Index) checkSpan(s string) (ref, why string) {
 	case spanTest.MatchString(s):
 		return s, "" // checked by the test-name pattern over the whole line
 	case spanQualified.MatchString(s):
+		if ix.Strings[s] {
+			return s, "" // a name the code spells as a string: a span attribute such as run.sent
+		}
 		m := spanQualified.FindStringSubmatch(s)
 		return s, ix.qualified(m[1], m[2], m[3])
 	case spanMember.MatchString(s):

@@ -46,6 +46,8 @@ func VerdictOf() Verdict { return 0 }
 func (c Config) Validate() error { return nil }
 
 func startChunk() int { return 25 }
+
+func attrs() []string { return []string{"run.sent"} }
 `)
 	writeFile(t, dir, "deploy/cronjob.yaml", "spec:\n  jobTemplate:\n    spec:\n      backoffLimit: 3\n")
 	writeFile(t, dir, "run/run_test.go", `package run
@@ -76,6 +78,7 @@ func TestVerdictOf(t *testing.T) {}
 		{"see TestClassify", []string{"TestClassify"}},
 		{"`BenchmarkVerdict` and FuzzVerdict", []string{"BenchmarkVerdict", "FuzzVerdict"}},
 		{"in `run/stages.go` and smtp/compose.go", []string{"run/stages.go", "smtp/compose.go"}},
+		{"span attributes `run.sent` and `run.gone`", []string{"run.gone"}},
 	}
 	for _, tt := range tests {
 		var got []string

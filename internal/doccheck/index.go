@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -35,6 +36,10 @@ type Index struct {
 	Alerts map[string]bool
 	// ManifestKeys holds the keys of deploy/'s manifests.
 	ManifestKeys map[string]bool
+	// Strings holds the dotted names the code spells as string literals
+	// (span attributes: digest.key_id, run.sent), which the docs quote
+	// as they quote Go selectors.
+	Strings map[string]bool
 
 	root   string
 	fset   *token.FileSet
@@ -57,6 +62,7 @@ func Load(root string) (*Index, error) {
 		Tests:        map[string]bool{},
 		Alerts:       map[string]bool{},
 		ManifestKeys: map[string]bool{},
+		Strings:      map[string]bool{},
 		Subtests:     map[string]bool{},
 		root:         root,
 		fset:         token.NewFileSet(),
@@ -97,6 +103,9 @@ func Load(root string) (*Index, error) {
 		ix.goAST[rel] = f
 		ix.goPath = append(ix.goPath, rel)
 		ix.add(f)
+		if !strings.HasSuffix(rel, "_test.go") {
+			ix.addStrings(f)
+		}
 		return nil
 	})
 	if err != nil {
@@ -125,6 +134,20 @@ var (
 	alertName = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*([A-Za-z0-9_]+)`)
 	yamlKey   = regexp.MustCompile(`(?m)^\s*-?\s*([A-Za-z][A-Za-z0-9]*):`)
 )
+
+// addStrings records f's string literals that look like dotted names.
+func (ix *Index) addStrings(f *ast.File) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil && dottedName.MatchString(v) {
+				ix.Strings[v] = true
+			}
+		}
+		return true
+	})
+}
+
+var dottedName = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
 
 func (ix *Index) add(f *ast.File) {
 	pkg := strings.TrimSuffix(f.Name.Name, "_test")

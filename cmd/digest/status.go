@@ -150,7 +150,7 @@ type weekStatus struct {
 
 func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", statusHelp)
-	st := register(fs, env, gLedger, gKeys, gDigest, gLog, gRetention, gPush)
+	st := register(fs, env, "status")
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
 	shard := fs.String("shard", "", "I/N: only the digests of shard I of N; /N takes I from $JOB_COMPLETION_INDEX")
@@ -160,55 +160,36 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	w, err := weekOrPrevious(env, st, *week)
+	ss, err := parseStatus(st, env, *week, *shard, *snap)
 	if err != nil {
 		return err
 	}
-	loc, err := st.location()
-	if err != nil {
-		return err
-	}
-	sh, err := parseShard(*shard, env.Getenv("JOB_COMPLETION_INDEX"))
-	if err != nil {
-		return err
-	}
-	horizon, err := st.replayHorizon()
-	if err != nil {
-		return err
-	}
-	if *snap == "" && st.DatabaseURL == "" {
-		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
-	}
-	settle, err := st.duration(&st.Settle)
-	if err != nil {
-		return err
-	}
-	log := newLogger(env, st)
-	store, err := openLedger(ctx, env, st, log)
+	w := ss.spec.Week
+	log := newLogger(env, ss.level)
+	store, err := openLedger(ctx, env, ss.ledger, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	keys, err := loadKeyring(st, log) // customers are matched to receipts by key
+	keys, err := loadKeyring(ss.keys, ss.ledger, log) // customers are matched to receipts by key
 	if err != nil {
 		return err
 	}
-	source, closeSource, err := openSource(ctx, st, *snap, store, log)
+	source, closeSource, err := openSource(ctx, ss.ledger, *snap, store, log)
 	if err != nil {
 		return err
 	}
 	defer closeSource()
 
-	q := statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		settle: settle, shard: sh, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
+	q := statusQuery{spec: ss.spec, settle: ss.settle, shard: ss.shard, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
 	ws, c, stones, err := computeStatus(ctx, store, source, q)
 	if err != nil {
 		return err
 	}
-	pushWeekState(ctx, env, st, log, ws)
+	pushWeekState(ctx, env, ss.pushgatewayURL, log, ws)
 	var rep ledger.RepeatReport
 	if !*asJSON {
-		if rep, err = store.Repeats(ctx, w, horizon); err != nil {
+		if rep, err = store.Repeats(ctx, w, ss.horizon); err != nil {
 			return err
 		}
 	}
@@ -222,6 +203,51 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	return ws.exit()
+}
+
+// statusSettings are the settings of "digest status", parsed, with the
+// flags that name the week and shard.
+type statusSettings struct {
+	spec           digest.Spec // week, zone, type, version
+	shard          digest.Shard
+	settle         time.Duration
+	horizon        time.Duration
+	level          slog.Level
+	ledger         ledgerConfig
+	keys           keyConfig
+	pushgatewayURL string
+}
+
+// parseStatus reads status's settings and its --week, --shard and
+// --snapshot, and refuses a status with no source.
+func parseStatus(st *settings, env *Env, week, shard, snap string) (statusSettings, error) {
+	ss := statusSettings{level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
+	ss.spec.Type, ss.spec.Version = st.get("DIGEST_TYPE"), st.get("DIGEST_VERSION")
+	var err error
+	if week != "" { // a bad --week is named before a bad zone
+		if ss.spec.Week, err = weekOrPrevious(env, nil, week); err != nil {
+			return ss, err
+		}
+	}
+	if ss.spec.Location, err = st.location(); err != nil {
+		return ss, err
+	}
+	if week == "" {
+		ss.spec.Week = digest.PreviousWeekOf(env.now(), ss.spec.Location)
+	}
+	if ss.shard, err = parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX")); err != nil {
+		return ss, err
+	}
+	if ss.horizon, err = st.replayHorizon(); err != nil {
+		return ss, err
+	}
+	if snap == "" && ss.ledger.DatabaseURL == "" {
+		return ss, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	if ss.settle, err = st.duration("DIGEST_SETTLE"); err != nil {
+		return ss, err
+	}
+	return ss, nil
 }
 
 // lastRun adds how the last run of pin ended.

@@ -31,7 +31,6 @@ Examples:
 func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "migrate", migrateHelp)
 	st := register(fs, env, "migrate")
-	lc, level := parseMigrate(st)
 	downTo := fs.Int64("down-to", 0, "roll the schema back to this migration version (1 or more) instead of upgrading it")
 	if err := noArgs(fs, args); err != nil {
 		return err
@@ -41,6 +40,7 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	if down && *downTo < 1 {
 		return usagef("--down-to %d: a version of 1 or more (1 is the first migration, which creates the ledger)", *downTo)
 	}
+	lc, level := parseMigrate(st)
 	log := newLogger(env, level)
 	if err := checkDatabaseURL(lc.DatabaseURL); err != nil {
 		return err

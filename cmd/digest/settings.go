@@ -199,8 +199,12 @@ func register(fs *flag.FlagSet, env *Env, command string) *settings {
 }
 
 // get returns the value of the setting env. It panics when the command
-// does not declare it: the declaration is what its --help lists.
+// does not declare it (the declaration is what its --help lists), and
+// when the flags are not parsed yet: the value would ignore its flag.
 func (s *settings) get(env string) string {
+	if !s.fs.Parsed() {
+		panic(fmt.Sprintf("settings: digest %s reads %s before parsing its flags", s.command, env))
+	}
 	p, ok := s.values[env]
 	if !ok {
 		panic(fmt.Sprintf("settings: digest %s reads %s, which commandSettings does not declare for it", s.command, env))

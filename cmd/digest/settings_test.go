@@ -201,13 +201,45 @@ func TestCommandSettingsAreWhatParseReads(t *testing.T) {
 func TestUndeclaredSettingReadPanics(t *testing.T) {
 	t.Parallel()
 	env := &Env{Getenv: func(string) string { return "" }}
-	st := register(flag.NewFlagSet("week", flag.ContinueOnError), env, "week")
+	fs := flag.NewFlagSet("week", flag.ContinueOnError)
+	st := register(fs, env, "week")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("digest week read DIGEST_SMTP_URL without a panic")
 		}
 	}()
 	st.get("DIGEST_SMTP_URL")
+}
+
+// A command's flags are parsed before its parse step reads them: a read
+// before would ignore the flag (migrate --ledger-path).
+func TestSettingReadBeforeFlagsPanics(t *testing.T) {
+	t.Parallel()
+	env := &Env{Getenv: func(string) string { return "" }}
+	st := register(flag.NewFlagSet("migrate", flag.ContinueOnError), env, "migrate")
+	defer func() {
+		if recover() == nil {
+			t.Error("digest migrate read DIGEST_LEDGER_PATH before its flags without a panic")
+		}
+	}()
+	st.get("DIGEST_LEDGER_PATH")
+}
+
+// A setting's flag wins over its variable in what the parse step reads.
+func TestSettingFlagWinsOverEnvironment(t *testing.T) {
+	t.Parallel()
+	env := &Env{Getenv: func(k string) string { return map[string]string{"DIGEST_LEDGER_PATH": "env.db"}[k] }}
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	st := register(fs, env, "migrate")
+	if err := fs.Parse([]string{"--ledger-path", "flag.db"}); err != nil {
+		t.Fatal(err)
+	}
+	if lc, _ := parseMigrate(st); lc.LedgerPath != "flag.db" {
+		t.Errorf("ledger path %q; want the flag's flag.db", lc.LedgerPath)
+	}
 }
 
 // --version sets DIGEST_VERSION, as its name says; --content-version, its

@@ -32,9 +32,9 @@ type statusQuery struct {
 // unpinned, as of its cutoff or now if earlier), the week's receipts and
 // observed keys, and matches each customer's digest to its receipt by key
 // (one map entry per receipt).
-func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekStatus, ledger.Counts, []digest.PruneTombstone, error) {
+func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekstatus.Report, ledger.Counts, []digest.PruneTombstone, error) {
 	w := q.spec.Week
-	ws := &weekStatus{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
+	ws := &weekstatus.Report{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
 	spec, pin, pinned, err := pinnedSpec(ctx, store, q.spec)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
@@ -60,12 +60,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	ws.pruned(stones)
+	ws.MarkPruned(stones)
 	c, err := store.Counts(ctx, w)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
+	if err := lastRun(ctx, ws, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
 	why := "--customers: every customer read from the source"
@@ -87,7 +87,7 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 			var ft fastTally
 			ft, why = fastCount(fastInput{pin: pin, zone: spec.Location.String(), shard: q.shard, sendEmpty: q.sendEmpty, ex: ex, counts: c})
 			if why == "" {
-				ws.CountedFrom = countedFromLedger
+				ws.CountedFrom = weekstatus.CountedFromLedger
 				ws.Customers = weekstatus.Counts{}
 				for _, o := range weekstatus.Outcomes {
 					ws.Customers[o] = ft.customers[o]
@@ -96,12 +96,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 				if !q.shard.All() {
 					c.ByState = ft.receiptStates
 				}
-				ws.settle(c)
+				settleStatus(ws, c)
 				return ws, c, stones, nil
 			}
 		}
 	}
-	ws.CountedFrom, ws.SourceReason = countedFromSource, why
+	ws.CountedFrom, ws.SourceReason = weekstatus.CountedFromSource, why
 	receipts, err := weekReceipts(ctx, store, w)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
@@ -126,12 +126,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 	}
 	if ws.PartialCutoff || ws.EarlyPin {
 		ws.ExcludedRows, ws.ExcludedCustomers = &tl.ExcludedRows, &tl.ExcludedCustomers
-		ws.cutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
+		ws.CutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
 	}
 	if !q.shard.All() {
 		c.ByState = tl.ReceiptStates // the shard's digests', matched by key
 	}
-	ws.settle(c)
+	settleStatus(ws, c)
 	return ws, c, stones, nil
 }
 
@@ -157,7 +157,7 @@ func weekReceipts(ctx context.Context, store ledger.Store, w digest.ISOWeek) (ma
 // pushWeekState pushes ws as the week's state (metrics.PushWeekState) when
 // DIGEST_PUSHGATEWAY_URL is set. A failure is logged; it never changes the
 // command's exit code.
-func pushWeekState(ctx context.Context, env *Env, url string, log *slog.Logger, ws *weekStatus) {
+func pushWeekState(ctx context.Context, env *Env, url string, log *slog.Logger, ws *weekstatus.Report) {
 	if url == "" || ws.Shard != "all" {
 		return // a shard's status is not the week's
 	}
@@ -169,7 +169,7 @@ func pushWeekState(ctx context.Context, env *Env, url string, log *slog.Logger, 
 }
 
 // weekStateOf is ws as the week-state metric carries it.
-func weekStateOf(ws *weekStatus, at time.Time) metrics.WeekState {
+func weekStateOf(ws *weekstatus.Report, at time.Time) metrics.WeekState {
 	customers := map[string]int64{}
 	for o, n := range ws.Customers {
 		customers[string(o)] = n

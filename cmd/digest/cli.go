@@ -424,6 +424,26 @@ func age(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
+// weekAndZone reads --week and DIGEST_TZ: the week named, else the week
+// before now in the zone. A bad --week is named before a bad zone.
+func weekAndZone(env *Env, st *settings, week string) (digest.ISOWeek, *time.Location, error) {
+	var w digest.ISOWeek
+	var err error
+	if week != "" {
+		if w, err = weekOrPrevious(env, nil, week); err != nil {
+			return w, nil, err
+		}
+	}
+	loc, err := st.location()
+	if err != nil {
+		return w, nil, err
+	}
+	if week == "" {
+		w = digest.PreviousWeekOf(env.now(), loc)
+	}
+	return w, loc, nil
+}
+
 // weekOrPrevious reads --week, or returns the week before now in loc.
 func weekOrPrevious(env *Env, loc *time.Location, week string) (digest.ISOWeek, error) {
 	if week != "" {

@@ -45,13 +45,13 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 	if *customer == "" {
 		return usagef("--customer is required: the id of the customer whose digest to render")
 	}
-	ps, err := parsePreview(st)
+	ps, err := parsePreview(st, env, *week)
 	if err != nil {
 		return err
 	}
 	from, listUnsubscribe := ps.from, ps.listUnsubscribe
 	log := newLogger(env, ps.level)
-	wv, err := openWeekView(ctx, env, ps.view, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, ps.view, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -116,6 +116,7 @@ type weekView struct {
 
 // weekViewSettings are the settings a week view reads, parsed.
 type weekViewSettings struct {
+	week         digest.ISOWeek // --week, else the week before now in zone
 	zone         *time.Location
 	typ, version string
 	ledger       ledgerConfig
@@ -132,34 +133,31 @@ type previewSettings struct {
 	view            weekViewSettings
 }
 
-func parsePreview(st *settings) (previewSettings, error) {
+func parsePreview(st *settings, env *Env, week string) (previewSettings, error) {
 	var ps previewSettings
 	var err error
 	if ps.from, err = fromAddress(st); err != nil {
 		return ps, err
 	}
 	ps.listUnsubscribe, ps.level = st.get("DIGEST_LIST_UNSUBSCRIBE"), st.logLevel()
-	ps.view, err = parseWeekView(st)
+	ps.view, err = parseWeekView(st, env, week)
 	return ps, err
 }
 
-// parseWeekView reads the settings of a week view.
-func parseWeekView(st *settings) (weekViewSettings, error) {
+// parseWeekView reads the settings of a week view and the week it shows:
+// week (--week), else the week before now in DIGEST_TZ.
+func parseWeekView(st *settings, env *Env, week string) (weekViewSettings, error) {
 	vs := weekViewSettings{typ: st.get("DIGEST_TYPE"), version: st.get("DIGEST_VERSION"),
 		ledger: st.ledger(), keys: st.hmacKeys(), unsubscribe: st.unsubscribe()}
 	var err error
-	vs.zone, err = st.location()
+	vs.week, vs.zone, err = weekAndZone(env, st, week)
 	return vs, err
 }
 
 // openWeekView resolves the week the way a run does: at the pinned as_of,
 // zone and key id when a run has pinned it, else at now in DIGEST_TZ.
-func openWeekView(ctx context.Context, env *Env, vs weekViewSettings, week, snap string, log *slog.Logger) (*weekView, error) {
-	w, err := weekOrPrevious(env, vs.zone, week)
-	if err != nil {
-		return nil, err
-	}
-	loc := vs.zone
+func openWeekView(ctx context.Context, env *Env, vs weekViewSettings, snap string, log *slog.Logger) (*weekView, error) {
+	w, loc := vs.week, vs.zone
 	if snap == "" && vs.ledger.DatabaseURL == "" {
 		return nil, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}

@@ -42,11 +42,11 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	if *sample < 1 || *sample > 100 {
 		return usagef("--sample %d: want 1 to 100", *sample)
 	}
-	log, ms, vs, err := parseSendTest(st, env)
+	log, ms, vs, err := parseSendTest(st, env, *week)
 	if err != nil {
 		return err
 	}
-	wv, err := openWeekView(ctx, env, vs, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, vs, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -84,12 +84,12 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 
 // parseSendTest reads send-test's settings: the log level (its logger is
 // the mailer's), the mailer's (one connection) and the week view's.
-func parseSendTest(st *settings, env *Env) (*slog.Logger, mailerSettings, weekViewSettings, error) {
+func parseSendTest(st *settings, env *Env, week string) (*slog.Logger, mailerSettings, weekViewSettings, error) {
 	log := newLogger(env, st.logLevel())
 	ms, err := readMailer(env, st, 1, log)
 	if err != nil {
 		return log, ms, weekViewSettings{}, err
 	}
-	vs, err := parseWeekView(st)
+	vs, err := parseWeekView(st, env, week)
 	return log, ms, vs, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"log/slog"
@@ -154,9 +155,9 @@ var parseSteps = map[string]func(st *settings, env *Env) error{
 	"prune":       func(st *settings, _ *Env) error { _, err := parsePrune(st, "90d"); return err },
 	"schedule":    func(st *settings, env *Env) error { _, err := parseSchedule(st, env); return err },
 	"serve":       func(st *settings, _ *Env) error { _, err := parseServe(st); return err },
-	"preview":     func(st *settings, _ *Env) error { _, err := parsePreview(st); return err },
+	"preview":     func(st *settings, env *Env) error { _, err := parsePreview(st, env, ""); return err },
 	"send-test": func(st *settings, env *Env) error {
-		_, _, _, err := parseSendTest(st, env)
+		_, _, _, err := parseSendTest(st, env, "")
 		return err
 	},
 	"seed":              func(st *settings, _ *Env) error { parseSeed(st); return nil },
@@ -273,6 +274,32 @@ func TestUnsubscribeTokenHelpListsNoSendingFlags(t *testing.T) {
 	for _, f := range []string{"-rate", "-smtp-url", "-from", "-log-level", "-lease"} {
 		if strings.Contains(out.String(), "\n  "+f+" ") {
 			t.Errorf("unsubscribe-token --help lists %s, which it ignores", f)
+		}
+	}
+}
+
+// The parse steps refuse a bad --week and a bad DIGEST_TZ in each
+// command's own order: status, preview and send-test name the week first
+// (they read the zone only for a default week), run the zone.
+func TestBadWeekAndBadZoneInTheirOrder(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"DIGEST_TZ": "Local", "DIGEST_HMAC_KEYS": testKeys}
+	for _, tc := range []struct {
+		args  []string
+		names string
+	}{
+		{[]string{"status", "--week", "2026-W99", "--snapshot", "x.jsonl"}, "--week"},
+		{[]string{"preview", "--customer", "c1", "--week", "2026-W99", "--snapshot", "x.jsonl"}, "--week"},
+		{[]string{"send-test", "--to", "qa@example.com", "--week", "2026-W99", "--snapshot", "x.jsonl"}, "--week"},
+		{[]string{"run", "--week", "2026-W99", "--snapshot", "x.jsonl"}, "DIGEST_TZ"},
+	} {
+		code, _, errOut := runMain(t, vars, tc.args...)
+		var rec struct{ Reason string }
+		if err := json.Unmarshal([]byte(errOut), &rec); err != nil {
+			t.Fatalf("digest %v: %v: %s", tc.args, err, errOut)
+		}
+		if code != ExitUsage || !strings.HasPrefix(rec.Reason, tc.names) {
+			t.Errorf("digest %v: exit %d, %q; want 2 naming %s", tc.args, code, rec.Reason, tc.names)
 		}
 	}
 }

@@ -176,16 +176,8 @@ func parseStatus(st *settings, env *Env, week, shard, snap string) (statusSettin
 	ss := statusSettings{level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
 	ss.spec.Type, ss.spec.Version = st.get("DIGEST_TYPE"), st.get("DIGEST_VERSION")
 	var err error
-	if week != "" { // a bad --week is named before a bad zone
-		if ss.spec.Week, err = weekOrPrevious(env, nil, week); err != nil {
-			return ss, err
-		}
-	}
-	if ss.spec.Location, err = st.location(); err != nil {
+	if ss.spec.Week, ss.spec.Location, err = weekAndZone(env, st, week); err != nil {
 		return ss, err
-	}
-	if week == "" {
-		ss.spec.Week = digest.PreviousWeekOf(env.now(), ss.spec.Location)
 	}
 	if ss.shard, err = parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX")); err != nil {
 		return ss, err

@@ -20,6 +20,7 @@ import (
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 // BenchmarkStatus times "digest status" on a PostgreSQL week of N
@@ -147,12 +148,12 @@ func BenchmarkStatus(b *testing.B) {
 		from string
 	}
 	modes := []mode{
-		{"week", nil, countedFromLedger},
-		{"shard", []string{"--shard", "3/8"}, countedFromLedger},
+		{"week", nil, weekstatus.CountedFromLedger},
+		{"shard", []string{"--shard", "3/8"}, weekstatus.CountedFromLedger},
 	}
 	if os.Getenv("DIGEST_STATUS_BENCH_FULL") != "0" {
-		modes = append(modes, mode{"week-customers", []string{"--customers"}, countedFromSource},
-			mode{"shard-customers", []string{"--shard", "3/8", "--customers"}, countedFromSource})
+		modes = append(modes, mode{"week-customers", []string{"--customers"}, weekstatus.CountedFromSource},
+			mode{"shard-customers", []string{"--shard", "3/8", "--customers"}, weekstatus.CountedFromSource})
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -166,7 +167,7 @@ func BenchmarkStatus(b *testing.B) {
 			}
 			fmt.Fprintf(os.Stderr, "counts plan (vacuumed %v):\n%s", vacuumed, explain(b, pool, countsSQL))
 			for _, m := range modes {
-				if vacuumed && m.from == countedFromSource {
+				if vacuumed && m.from == weekstatus.CountedFromSource {
 					continue // the source read dominates: once is enough
 				}
 				d, st := digestCmd(append([]string{"status", "--week", "2026-W48", "--json"}, m.args...)...)

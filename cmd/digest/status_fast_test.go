@@ -22,6 +22,7 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 // statusWorld is one week run with the real binary's commands in-process
@@ -376,7 +377,7 @@ func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
 	q := statusQuery{spec: digest.Spec{Week: isoWeek48, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
 		settle: 4 * time.Hour, keys: keys, now: time.Now()}
 	ws, _, _, err := computeStatus(ctx, store, failingSource{}, q)
-	if err != nil || ws.CountedFrom != countedFromLedger || ws.Verdict != verdictComplete {
+	if err != nil || ws.CountedFrom != weekstatus.CountedFromLedger || ws.Verdict != verdictComplete {
 		t.Fatalf("the week's status after its runs: %+v, %v; want complete, counted from the ledger without the source", ws, err)
 	}
 	q.full = true

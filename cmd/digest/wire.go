@@ -18,13 +18,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/ledger/sqlite"
-	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/sender/events"
+	"github.com/weeklydigest/digest/sender/lookupurl"
+	"github.com/weeklydigest/digest/sender/outbox"
+	"github.com/weeklydigest/digest/sender/smtp"
 )
 
 // openLedger opens the ledger the settings name and migrates it when it is
@@ -135,7 +137,7 @@ type mailerSettings struct {
 	lookup    digest.Lookup
 	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
 	smtp      *smtp.Config // nil: the file outbox
-	outbox    fileoutbox.Config
+	outbox    outbox.Config
 }
 
 // readMailer reads every mailer setting given, whichever mailer they
@@ -169,7 +171,7 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
+	ms.outbox = outbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
 	raw := st.SMTPURL
 	if raw == "" {
 		return ms, nil
@@ -216,7 +218,7 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 		return nil, nil, err
 	}
 	if ms.smtp == nil {
-		ob, err := fileoutbox.New(ms.outbox)
+		ob, err := outbox.New(ms.outbox)
 		if err != nil {
 			return nil, nil, usagef("%v", err)
 		}
@@ -272,7 +274,7 @@ func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog
 		add("smtp", false, nil)
 	}
 	if ms.lookup != nil {
-		add("lookup", true, lookup.Check(ctx, ms.lookup))
+		add("lookup", true, sender.CheckReachable(ctx, ms.lookup))
 	} else {
 		add("lookup", false, nil)
 	}
@@ -317,15 +319,15 @@ func openLookup(st *settings) (digest.Lookup, error) {
 		}
 		token = t
 	}
-	cfg := lookup.Config{PostmarkToken: token}
-	if strings.HasPrefix(st.LookupURL, lookup.EventsScheme+":") {
+	cfg := lookupurl.Config{PostmarkToken: token}
+	if strings.HasPrefix(st.LookupURL, events.Scheme+":") {
 		lag, err := st.duration(&st.EventsLag)
 		if err != nil {
 			return nil, err
 		}
 		cfg.EventsLag = lag
 	}
-	l, err := lookup.ParseURL(st.LookupURL, cfg)
+	l, err := lookupurl.Parse(st.LookupURL, cfg)
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}
@@ -336,7 +338,7 @@ func openLookup(st *settings) (digest.Lookup, error) {
 // ledger it reads, once the command has opened it; other look-ups ask
 // their provider and need none.
 func bindLookup(l digest.Lookup, store ledger.ProviderEvents) {
-	if ev, ok := l.(*lookup.Events); ok {
+	if ev, ok := l.(*events.Lookup); ok {
 		ev.Bind(store)
 	}
 }

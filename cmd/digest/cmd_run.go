@@ -200,7 +200,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		r.Mailer, r.Lookup = m, lookup
 		if ms.smtp != nil {
 			// A server no send could use stops the run before it claims.
-			r.Config.Preflight = func(ctx context.Context) error { return smtp.Check(ctx, *ms.smtp) }
+			r.Config.Preflight = func(ctx context.Context) error { return smtp.CheckConnection(ctx, *ms.smtp) }
 		}
 	} else {
 		checks, checkErr = checkMailer(ctx, st, ms, log)

@@ -269,7 +269,7 @@ func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog
 	case refusal != nil:
 		add("smtp", true, refusal)
 	case ms.smtp != nil:
-		add("smtp", true, smtp.Check(ctx, *ms.smtp))
+		add("smtp", true, smtp.CheckConnection(ctx, *ms.smtp))
 	default:
 		add("smtp", false, nil)
 	}

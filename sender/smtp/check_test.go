@@ -26,10 +26,10 @@ func checkConfig(t *testing.T, url string) smtp.Config {
 func TestCheckWithoutSTARTTLS(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t, fault{})
-	if err := smtp.Check(ctxT(t), checkConfig(t, "smtp://"+srv.addr+"?tls=none")); err != nil {
+	if err := smtp.CheckConnection(ctxT(t), checkConfig(t, "smtp://"+srv.addr+"?tls=none")); err != nil {
 		t.Fatalf("Check tls=none: %v", err)
 	}
-	err := smtp.Check(ctxT(t), checkConfig(t, "smtp://"+srv.addr+"?tls=mandatory"))
+	err := smtp.CheckConnection(ctxT(t), checkConfig(t, "smtp://"+srv.addr+"?tls=mandatory"))
 	if !errors.Is(err, smtp.ErrDial) {
 		t.Fatalf("Check tls=mandatory against a server without STARTTLS = %v, want ErrDial", err)
 	}
@@ -44,14 +44,14 @@ func TestCheckMailpit(t *testing.T) {
 	t.Parallel()
 	mp := mailpittest.Start(t)
 	ctx := ctxT(t)
-	if err := smtp.Check(ctx, checkConfig(t, "smtp://user:s3cret@"+mp.SMTPAddr()+"?tls=none&auth=plain")); err != nil {
+	if err := smtp.CheckConnection(ctx, checkConfig(t, "smtp://user:s3cret@"+mp.SMTPAddr()+"?tls=none&auth=plain")); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	if n, err := mp.Count(ctx); err != nil || n != 0 {
 		t.Fatalf("Mailpit holds %d messages (%v), want none", n, err)
 	}
 
-	err := smtp.Check(ctx, checkConfig(t, "smtp://user:s3cret@127.0.0.1:1?tls=none&auth=plain"))
+	err := smtp.CheckConnection(ctx, checkConfig(t, "smtp://user:s3cret@127.0.0.1:1?tls=none&auth=plain"))
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Check against a closed port = %v, want an error without the password", err)
 	}

@@ -28,7 +28,7 @@ func TestDialFailuresAreClassified(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := checkConfig(t, tc.url)
-			err := smtp.Check(ctxT(t), cfg)
+			err := smtp.CheckConnection(ctxT(t), cfg)
 			if digest.SendClassOf(err) != tc.class || digest.KindOf(err) != tc.kind {
 				t.Fatalf("Check = %v (class %s, kind %q), want %s %q", err, digest.SendClassOf(err), digest.KindOf(err), tc.class, tc.kind)
 			}

@@ -36,7 +36,7 @@ var ErrClosed = errors.New("mailer is closed")
 // field means its default.
 type Config struct {
 	// SMTP says where to connect (see ParseSMTPURL). Required.
-	SMTP SMTPConfig
+	SMTP Server
 	// Password, when set, replaces SMTP.Password: the content of
 	// DIGEST_SMTP_PASSWORD_FILE (see ReadSecretFile), so the secret need not
 	// be in the URL.

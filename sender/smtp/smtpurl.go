@@ -58,9 +58,9 @@ const (
 	implicitPort            = 465
 )
 
-// SMTPConfig is where and how to reach the SMTP server. Its String and
+// Server is where and how to reach the SMTP server. Its String and
 // LogValue never show the password.
-type SMTPConfig struct {
+type Server struct {
 	Host     string
 	Port     int
 	Username string
@@ -80,8 +80,8 @@ var ErrSMTPURL = errors.New("invalid SMTP URL")
 // User and password are percent-encoded. The port defaults to 587, or 465
 // with tls=implicit; TLS defaults to mandatory STARTTLS; auth defaults to
 // auto when a user is given. The scheme smtps means tls=implicit.
-func ParseSMTPURL(raw string) (SMTPConfig, error) {
-	var c SMTPConfig
+func ParseSMTPURL(raw string) (Server, error) {
+	var c Server
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error quotes the whole URL, password included: say less.
@@ -174,10 +174,10 @@ func parseAuth(s string) (AuthMethod, error) {
 func isSpaceOrControl(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
 
 // Addr returns host:port.
-func (c SMTPConfig) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+func (c Server) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
 
 // String returns the URL with the password replaced by "xxxxx".
-func (c SMTPConfig) String() string {
+func (c Server) String() string {
 	u := url.URL{Scheme: "smtp", Host: c.Addr()}
 	if c.Username != "" {
 		if c.Password != "" {
@@ -195,10 +195,10 @@ func (c SMTPConfig) String() string {
 }
 
 // GoString keeps %#v from printing the password.
-func (c SMTPConfig) GoString() string { return "SMTPConfig(" + c.String() + ")" }
+func (c Server) GoString() string { return "smtp.Server(" + c.String() + ")" }
 
 // LogValue logs the configuration without the password.
-func (c SMTPConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Server) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ReadSecretFile reads a password or token from a file, such as a mounted
 // Kubernetes Secret, dropping one trailing newline. Errors name the path,

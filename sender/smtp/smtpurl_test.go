@@ -12,20 +12,20 @@ import (
 
 var smtpURLCases = []struct {
 	in   string
-	want smtp.SMTPConfig
+	want smtp.Server
 	err  bool
 }{
-	{in: "smtp://mail.example.com", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 587, TLS: smtp.TLSMandatory}},
-	{in: "smtp://mail.example.com:2525?tls=opportunistic", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 2525, TLS: smtp.TLSOpportunistic}},
-	{in: "smtp://mail.example.com?tls=implicit", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
-	{in: "smtps://mail.example.com", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
-	{in: "smtp://127.0.0.1:1025?tls=none", want: smtp.SMTPConfig{Host: "127.0.0.1", Port: 1025, TLS: smtp.TLSNone}},
-	{in: "smtp://[::1]:25?tls=none", want: smtp.SMTPConfig{Host: "::1", Port: 25, TLS: smtp.TLSNone}},
-	{in: "smtp://user:p%40ss%3Aword@mail.example.com?auth=login", want: smtp.SMTPConfig{Host: "mail.example.com", Port: 587, Username: "user", Password: "p@ss:word", Auth: smtp.AuthLogin}},
-	{in: "smtp://apikey:secret@smtp.example.com", want: smtp.SMTPConfig{Host: "smtp.example.com", Port: 587, Username: "apikey", Password: "secret", Auth: smtp.AuthAuto}},
-	{in: "smtp://u:tok@h?auth=xoauth2&tls=implicit", want: smtp.SMTPConfig{Host: "h", Port: 465, Username: "u", Password: "tok", Auth: smtp.AuthXOAuth2, TLS: smtp.TLSImplicit}},
-	{in: "smtp://u:pw@h?auth=cram-md5", want: smtp.SMTPConfig{Host: "h", Port: 587, Username: "u", Password: "pw", Auth: smtp.AuthCRAMMD5}},
-	{in: "smtp://u@h?auth=plain", want: smtp.SMTPConfig{Host: "h", Port: 587, Username: "u", Auth: smtp.AuthPlain}},
+	{in: "smtp://mail.example.com", want: smtp.Server{Host: "mail.example.com", Port: 587, TLS: smtp.TLSMandatory}},
+	{in: "smtp://mail.example.com:2525?tls=opportunistic", want: smtp.Server{Host: "mail.example.com", Port: 2525, TLS: smtp.TLSOpportunistic}},
+	{in: "smtp://mail.example.com?tls=implicit", want: smtp.Server{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
+	{in: "smtps://mail.example.com", want: smtp.Server{Host: "mail.example.com", Port: 465, TLS: smtp.TLSImplicit}},
+	{in: "smtp://127.0.0.1:1025?tls=none", want: smtp.Server{Host: "127.0.0.1", Port: 1025, TLS: smtp.TLSNone}},
+	{in: "smtp://[::1]:25?tls=none", want: smtp.Server{Host: "::1", Port: 25, TLS: smtp.TLSNone}},
+	{in: "smtp://user:p%40ss%3Aword@mail.example.com?auth=login", want: smtp.Server{Host: "mail.example.com", Port: 587, Username: "user", Password: "p@ss:word", Auth: smtp.AuthLogin}},
+	{in: "smtp://apikey:secret@smtp.example.com", want: smtp.Server{Host: "smtp.example.com", Port: 587, Username: "apikey", Password: "secret", Auth: smtp.AuthAuto}},
+	{in: "smtp://u:tok@h?auth=xoauth2&tls=implicit", want: smtp.Server{Host: "h", Port: 465, Username: "u", Password: "tok", Auth: smtp.AuthXOAuth2, TLS: smtp.TLSImplicit}},
+	{in: "smtp://u:pw@h?auth=cram-md5", want: smtp.Server{Host: "h", Port: 587, Username: "u", Password: "pw", Auth: smtp.AuthCRAMMD5}},
+	{in: "smtp://u@h?auth=plain", want: smtp.Server{Host: "h", Port: 587, Username: "u", Auth: smtp.AuthPlain}},
 	{in: "", err: true},
 	{in: "mail.example.com", err: true},
 	{in: "http://mail.example.com", err: true},
@@ -61,7 +61,7 @@ func TestParseSMTPURL(t *testing.T) {
 	}
 }
 
-func TestSMTPConfigNeverPrintsPassword(t *testing.T) {
+func TestServerNeverPrintsPassword(t *testing.T) {
 	t.Parallel()
 	c, err := smtp.ParseSMTPURL("smtp://user:hunter2hunter2@mail.example.com?auth=plain")
 	if err != nil {

@@ -18,7 +18,7 @@ var _ digest.UTF8Mailer = (*Mailer)(nil)
 //
 // It reads the EHLO reply of a pooled connection, dialling one when the
 // pool has none open (the connection stays in the pool for the sends);
-// the first answer is kept. Errors are those of a dial (see Check).
+// the first answer is kept. Errors are those of a dial (see CheckConnection).
 func (m *Mailer) SMTPUTF8(ctx context.Context) (bool, error) {
 	m.utf8Mu.Lock()
 	defer m.utf8Mu.Unlock()

@@ -260,7 +260,7 @@ func BenchmarkData(b *testing.B) {
 // 2026-W48 (its unsuppressed customers), for benchmarks.
 func SampleDigests(tb testing.TB) []digest.Digest {
 	tb.Helper()
-	src, err := snapshot.OpenFile(filepath.Join("..", "examples", "snapshot.jsonl"))
+	src, err := snapshot.OpenFile(filepath.Join("..", "..", "examples", "snapshot.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -30,14 +30,12 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd ./cmd
 COPY digest ./digest
-COPY fileoutbox ./fileoutbox
 COPY internal ./internal
 COPY ledger ./ledger
 COPY listen ./listen
-COPY lookup ./lookup
 COPY migrations ./migrations
 COPY run ./run
-COPY smtp ./smtp
+COPY sender ./sender
 COPY snapshot ./snapshot
 COPY templates ./templates
 COPY unsubscribe ./unsubscribe

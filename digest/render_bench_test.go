@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -60,7 +60,7 @@ func BenchmarkBuildRender(b *testing.B) {
 
 // BenchmarkBuildRenderMessage adds to BenchmarkBuildRender what the run
 // does next for a digest: its keys (a keyring of two), its fingerprint,
-// and the RFC 5322 message the mailer sends (smtp.Envelope.Render, the
+// and the RFC 5322 message the mailer sends (sender.Envelope.Render, the
 // mailer's own build). allocs/op and B/op are per digest.
 func BenchmarkBuildRenderMessage(b *testing.B) {
 	recs, spec := exampleRecords(b)
@@ -72,7 +72,7 @@ func BenchmarkBuildRenderMessage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env, err := smtp.NewEnvelope(digest.Address{Name: "Weekly digest", Email: "digest@example.com"}, "<mailto:unsubscribe@example.com>")
+	env, err := sender.NewEnvelope(digest.Address{Name: "Weekly digest", Email: "digest@example.com"}, "<mailto:unsubscribe@example.com>")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/lookup"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/sender/mailpit"
 	"github.com/weeklydigest/digest/snapshot"
 	"github.com/weeklydigest/digest/unsubscribe"
 )
@@ -89,8 +89,8 @@ func TestPreviewRendersWithoutPinning(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--eml: %v", err)
 	}
-	if msg.Header.Get(smtp.HeaderKey) != string(want.Key) || !strings.Contains(msg.Header.Get("To"), rec.Customer.Email) ||
-		msg.Header.Get("Message-Id") != "<"+smtp.MessageID(want.Key, "bank.example")+">" {
+	if msg.Header.Get(sender.HeaderKey) != string(want.Key) || !strings.Contains(msg.Header.Get("To"), rec.Customer.Email) ||
+		msg.Header.Get("Message-Id") != "<"+sender.MessageID(want.Key, "bank.example")+">" {
 		t.Fatalf("--eml headers: %v", msg.Header)
 	}
 	if pins, receipts := countRows(t, e, "snapshot_pins"), countRows(t, e, "receipts"); pins != 0 || receipts != 0 || e.MailpitCount() != 0 {
@@ -147,17 +147,14 @@ func TestSendTestIsMarkedAndOutsideTheLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		if h.Header.Get("X-Digest-Test") != "1" || !strings.HasPrefix(m.Subject, "[TEST] ") || !strings.Contains(h.Header.Get("To"), "qa@example.com") ||
-			!strings.HasPrefix(h.Header.Get(smtp.HeaderKey), digest.TestKeyID+":") {
-			t.Fatalf("test message %q: To %q, X-Digest-Test %q, key %q", m.Subject, h.Header.Get("To"), h.Header.Get("X-Digest-Test"), h.Header.Get(smtp.HeaderKey))
+			!strings.HasPrefix(h.Header.Get(sender.HeaderKey), digest.TestKeyID+":") {
+			t.Fatalf("test message %q: To %q, X-Digest-Test %q, key %q", m.Subject, h.Header.Get("To"), h.Header.Get("X-Digest-Test"), h.Header.Get(sender.HeaderKey))
 		}
 	}
 	if receipts, pins := countRows(t, e, "receipts"), countRows(t, e, "snapshot_pins"); receipts != 0 || pins != 0 {
 		t.Fatalf("send-test left %d receipts and %d pins, want none", receipts, pins)
 	}
-	lk, err := lookup.ParseURL("mailpit+"+e.Mailpit.APIURL(), lookup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := mailpit.New(mailpit.Config{Base: e.Mailpit.APIURL()})
 	_, real := firstActive(t, 10)
 	if _, found, err := lk.Lookup(ctx, real.Key); err != nil || found {
 		t.Fatalf("look-up of a real key found a test (%v, %v)", found, err)
@@ -184,7 +181,7 @@ func mailpitMessage(t *testing.T, e *e2etest.Env, key digest.Key) *mail.Message 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msg, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil && msg.Header.Get(smtp.HeaderKey) == string(key) {
+		if msg, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil && msg.Header.Get(sender.HeaderKey) == string(key) {
 			return msg
 		}
 	}

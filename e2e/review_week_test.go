@@ -9,7 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender/smtp"
 )
 
 // Review at scale: a crash left three sends that may have reached the

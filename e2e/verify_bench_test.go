@@ -19,7 +19,7 @@ import (
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
 	"github.com/weeklydigest/digest/internal/pgtest"
-	digestsmtp "github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
 )
 
 // BenchmarkVerify measures "digest verify" of one week of N sent receipts
@@ -134,7 +134,7 @@ func deliverKeys(b *testing.B, addr string, n, conns int) {
 					errs <- err
 					return
 				}
-				fmt.Fprintf(w, "Subject: digest\r\n%s: %s\r\n%s: %s\r\n\r\nbody\r\n", digestsmtp.HeaderKey, key, digestsmtp.HeaderMailpitTags, digestsmtp.MailpitTag(key))
+				fmt.Fprintf(w, "Subject: digest\r\n%s: %s\r\n%s: %s\r\n\r\nbody\r\n", sender.HeaderKey, key, sender.HeaderMailpitTags, sender.MailpitTag(key))
 				if err := w.Close(); err != nil {
 					errs <- err
 					return

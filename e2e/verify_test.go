@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/internal/mailpittest"
+	"github.com/weeklydigest/digest/sender/outbox"
 
 	_ "modernc.org/sqlite" // the ledger file, read by database/sql
 )
@@ -272,7 +272,7 @@ func TestVerifyOutbox(t *testing.T) {
 	}
 	kid, hex, _ := strings.Cut(strings.TrimSuffix(gone, ".eml"), "_")
 	key := digest.Key(kid + ":" + hex)
-	if fileoutbox.FileName(key) != gone {
+	if outbox.FileName(key) != gone {
 		t.Fatalf("file %s is not named by a key", gone)
 	}
 	r = e.Run("verify", "--week", "2026-W48")

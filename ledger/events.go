@@ -14,7 +14,7 @@ import (
 // through their webhooks ("digest serve"): every event that names a digest
 // key or an address, the suppressions they cause, the soft-bounce streaks
 // of addresses, and each provider's watermark. The events look-up
-// (lookup.Events) reads it to tell whether the provider took a message.
+// (sender/events) reads it to tell whether the provider took a message.
 // Both stores implement it as part of Store.
 type ProviderEvents interface {
 	// RecordProviderEvent stores e and acts on it in one transaction:

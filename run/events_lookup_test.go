@@ -8,12 +8,12 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/sender/events"
 )
 
 // An ambiguous send through a provider without a search API, looked up
-// in the provider events the ledger holds (lookup.Events): while no event
+// in the provider events the ledger holds (events.Lookup): while no event
 // names the key and the provider's events are not known complete past the
 // send, the look-up's error leaves the digest maybe-sent, never resent;
 // a delivery event reconciles it (sent, no second message); once the
@@ -32,9 +32,9 @@ func TestRunAmbiguousSendReconciledFromProviderEvents(t *testing.T) {
 		}
 		return true, nil
 	}
-	events := lookup.NewEvents("relay", f.store, time.Hour)
+	lk := events.New("relay", f.store, time.Hour)
 	runOnce := func() run.Summary {
-		return f.run(f.runner(p, events, func(c *run.Config) { c.Deadline = f.clock.Now().Add(30 * time.Minute) }))
+		return f.run(f.runner(p, lk, func(c *run.Config) { c.Deadline = f.clock.Now().Add(30 * time.Minute) }))
 	}
 
 	sum := runOnce()

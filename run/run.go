@@ -113,7 +113,7 @@ type Config struct {
 	Backoff     Backoff
 	// Preflight, when set, is called in enforce mode before the week is
 	// pinned or anything claimed: for an SMTP mailer, a session without a
-	// message (smtp.Check). An error of digest.SendFatal stops the run
+	// message (smtp.CheckConnection). An error of digest.SendFatal stops the run
 	// with ErrMailerUnusable, any other with ErrMailerUnreachable.
 	Preflight func(ctx context.Context) error
 

@@ -8,7 +8,7 @@ import (
 
 // Package verify declares what it consumes and knows no adapter (like
 // package run): it imports the standard library and the domain only, so
-// lookup and fileoutbox may assert its interfaces.
+// the adapters under sender/ may assert its interfaces (in their tests).
 func TestVerifyImportsOnlyTheDomain(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, ".").CombinedOutput()

@@ -247,6 +247,6 @@ type nameValue struct {
 }
 
 // HeaderKey is the message header that carries the digest key verbatim
-// (smtp.HeaderKey): providers that report the message's headers give it
+// (sender.HeaderKey): providers that report the message's headers give it
 // back.
 const HeaderKey = "X-Digest-Key"

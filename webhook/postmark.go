@@ -14,7 +14,7 @@ import (
 
 // PostmarkMetadataKey is the Postmark metadata field that carries the
 // digest key: the message sets it with the header
-// X-PM-Metadata-digest-key (smtp.HeaderPostmarkKey).
+// X-PM-Metadata-digest-key (sender.HeaderPostmarkKey).
 const PostmarkMetadataKey = "digest-key"
 
 // Postmark reads Postmark's webhooks: Bounce, SpamComplaint, Delivery and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/lookup"
+	"github.com/weeklydigest/digest/sender/events"
 )
 
 const eventsHelp = `Usage: digest events list|show|watermark [flags]
@@ -138,7 +138,7 @@ func eventsShow(ctx context.Context, env *Env, store ledger.Store, provider stri
 	case len(ev.Events) > 0:
 	case !ev.Receipt:
 		answer = "cannot tell: no receipt"
-	case wm.After(ev.SendAt.Add(lookup.ClockMargin)):
+	case wm.After(ev.SendAt.Add(events.ClockMargin)):
 		answer = "not found: the watermark is past the send"
 	default:
 		answer = "not yet: the watermark is not past the send (the run holds it)"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
 )
 
 const previewHelp = `Usage: digest preview --customer ID [--week YYYY-Www] [--snapshot FILE.jsonl] [--html FILE] [--eml FILE]
@@ -90,7 +90,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = smtp.WriteMessage(f, found, from, listUnsubscribe, env.now())
+		err = sender.WriteMessage(f, found, from, listUnsubscribe, env.now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 	"github.com/weeklydigest/digest/weekstatus"
 )
@@ -215,7 +215,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		r.Mailer, r.Lookup = m, lookup
 		if ms.smtp != nil {
 			// A server no send could use stops the run before it claims.
-			r.Config.Preflight = func(ctx context.Context) error { return smtp.Check(ctx, *ms.smtp) }
+			r.Config.Preflight = func(ctx context.Context) error { return smtp.CheckConnection(ctx, *ms.smtp) }
 		}
 	} else {
 		checks, checkErr = checkMailer(ctx, rs.ledger, ms, log)

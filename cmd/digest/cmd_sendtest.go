@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
 )
 
 const sendTestHelp = `Usage: digest send-test --to ADDRESS --sample N [--week YYYY-Www] [--snapshot FILE.jsonl]
@@ -36,7 +36,7 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	if err := smtp.ValidateAddress(*to); err != nil {
+	if err := sender.ValidateAddress(*to); err != nil {
 		return usagef("--to: %v", err)
 	}
 	if *sample < 1 || *sample > 100 {

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/internal/metrics"
-	"github.com/weeklydigest/digest/lookup"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender/mailpit"
+	"github.com/weeklydigest/digest/sender/outbox"
+	"github.com/weeklydigest/digest/sender/smtp"
 	"github.com/weeklydigest/digest/verify"
 )
 
@@ -198,7 +198,7 @@ func verifyProvider(vs verifySettings, cfg *verify.Config) error {
 		cfg.Lister, _ = l.(verify.Lister)
 		// Each Mailpit search reply lists every tag of the mailbox: a
 		// search per key would cost the square of the week.
-		_, cfg.CountByListing = l.(*lookup.Mailpit)
+		_, cfg.CountByListing = l.(*mailpit.Lookup)
 		return nil
 	}
 	switch {
@@ -210,7 +210,7 @@ func verifyProvider(vs verifySettings, cfg *verify.Config) error {
 	if fi, err := os.Stat(vs.outboxDir); err != nil || !fi.IsDir() {
 		return usagef("DIGEST_OUTBOX_DIR=%q: not a directory; name the outbox the run wrote", vs.outboxDir)
 	}
-	ob, err := fileoutbox.New(fileoutbox.Config{Dir: vs.outboxDir, From: digest.Address{Email: "verify@localhost"}})
+	ob, err := outbox.New(outbox.Config{Dir: vs.outboxDir, From: digest.Address{Email: "verify@localhost"}})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -18,13 +18,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/fileoutbox"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/ledger/sqlite"
-	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/sender/events"
+	"github.com/weeklydigest/digest/sender/lookupurl"
+	"github.com/weeklydigest/digest/sender/outbox"
+	"github.com/weeklydigest/digest/sender/smtp"
 )
 
 // openLedger opens the ledger the settings name and migrates it when it is
@@ -137,7 +139,7 @@ type mailerSettings struct {
 	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
 	rate      float64      // DIGEST_RATE, messages per second
 	smtp      *smtp.Config // nil: the file outbox
-	outbox    fileoutbox.Config
+	outbox    outbox.Config
 	// outboxNamed: DIGEST_OUTBOX_DIR was set on purpose, not defaulted.
 	outboxNamed bool
 }
@@ -173,7 +175,7 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 		}
 	}
 	listUnsubscribe := st.get("DIGEST_LIST_UNSUBSCRIBE")
-	ms.outbox = fileoutbox.Config{Dir: st.get("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: listUnsubscribe, Now: env.Now}
+	ms.outbox = outbox.Config{Dir: st.get("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: listUnsubscribe, Now: env.Now}
 	ms.outboxNamed = st.explicit("DIGEST_OUTBOX_DIR")
 	raw := st.get("DIGEST_SMTP_URL")
 	if raw == "" {
@@ -221,7 +223,7 @@ func openMailer(lc ledgerConfig, ms mailerSettings) (digest.Mailer, digest.Looku
 		return nil, nil, err
 	}
 	if ms.smtp == nil {
-		ob, err := fileoutbox.New(ms.outbox)
+		ob, err := outbox.New(ms.outbox)
 		if err != nil {
 			return nil, nil, usagef("%v", err)
 		}
@@ -272,12 +274,12 @@ func checkMailer(ctx context.Context, lc ledgerConfig, ms mailerSettings, log *s
 	case refusal != nil:
 		add("smtp", true, refusal)
 	case ms.smtp != nil:
-		add("smtp", true, smtp.Check(ctx, *ms.smtp))
+		add("smtp", true, smtp.CheckConnection(ctx, *ms.smtp))
 	default:
 		add("smtp", false, nil)
 	}
 	if ms.lookup != nil {
-		add("lookup", true, lookup.Check(ctx, ms.lookup))
+		add("lookup", true, sender.CheckReachable(ctx, ms.lookup))
 	} else {
 		add("lookup", false, nil)
 	}
@@ -322,16 +324,16 @@ func openLookup(st *settings) (digest.Lookup, error) {
 		}
 		token = t
 	}
-	cfg := lookup.Config{PostmarkToken: token}
+	cfg := lookupurl.Config{PostmarkToken: token}
 	raw := st.get("DIGEST_LOOKUP_URL")
-	if strings.HasPrefix(raw, lookup.EventsScheme+":") {
+	if strings.HasPrefix(raw, events.Scheme+":") {
 		lag, err := st.duration("DIGEST_EVENTS_LAG")
 		if err != nil {
 			return nil, err
 		}
 		cfg.EventsLag = lag
 	}
-	l, err := lookup.ParseURL(raw, cfg)
+	l, err := lookupurl.Parse(raw, cfg)
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}
@@ -342,7 +344,7 @@ func openLookup(st *settings) (digest.Lookup, error) {
 // ledger it reads, once the command has opened it; other look-ups ask
 // their provider and need none.
 func bindLookup(l digest.Lookup, store ledger.ProviderEvents) {
-	if ev, ok := l.(*lookup.Events); ok {
+	if ev, ok := l.(*events.Lookup); ok {
 		ev.Bind(store)
 	}
 }

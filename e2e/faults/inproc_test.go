@@ -9,9 +9,9 @@ import (
 	"github.com/weeklydigest/digest/internal/e2etest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
-	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender/mailpit"
+	"github.com/weeklydigest/digest/sender/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -82,7 +82,7 @@ func TestReplayAfterQueueWindowSendsNothing(t *testing.T) {
 	shift := 7*24*time.Hour + 6*time.Minute
 	later := func() time.Time { return time.Now().Add(shift) }
 	p := openInProcess(t, e, later, e.Mailpit.SMTPAddr())
-	r := p.runner(t, run.Config{Lease: 2 * time.Second}, lookup.NewMailpit(e.Mailpit.APIURL(), nil))
+	r := p.runner(t, run.Config{Lease: 2 * time.Second}, mailpit.New(mailpit.Config{Base: e.Mailpit.APIURL()}))
 	sum, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

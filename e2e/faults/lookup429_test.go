@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/lookup"
 	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/sender/mailpit"
 )
 
 // storm is a look-up endpoint that answers every request 429 with
@@ -46,10 +46,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 	st := &storm{retryAfter: "1", at: map[string][]time.Time{}}
 	srv := httptest.NewServer(st)
 	t.Cleanup(srv.Close)
-	lk, err := lookup.ParseURL("mailpit+"+srv.URL, lookup.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := mailpit.New(mailpit.Config{Base: srv.URL})
 
 	p := openInProcess(t, e, time.Now, px.Addr())
 	const window = 5 * time.Second
@@ -102,7 +99,7 @@ func TestLookup429StormHonoursRetryAfter(t *testing.T) {
 
 	// The provider answers again: every dropped send is found, none resent.
 	r2 := p.runner(t, run.Config{Lease: 2 * time.Second, LookupDelay: 50 * time.Millisecond, Deadline: time.Now().Add(time.Minute)},
-		lookup.NewMailpit(e.Mailpit.APIURL(), nil))
+		mailpit.New(mailpit.Config{Base: e.Mailpit.APIURL()}))
 	// The storm's last Retry-After may still run; the retry pass waits it out.
 	sum2, err := r2.Run(context.Background())
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/smtp"
+	"github.com/weeklydigest/digest/sender/smtp"
 	"github.com/weeklydigest/digest/snapshot"
 )
 

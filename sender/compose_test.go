@@ -3,6 +3,7 @@ package sender
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -313,6 +314,32 @@ func TestAddedHeaderIsGoMails(t *testing.T) {
 				}
 			}
 			l.Release()
+		}
+	}
+}
+
+// The provider headers' JSON is encoding/json's for the one-entry maps it
+// stands for, whatever the key holds: the usual key's characters, and
+// those JSON escapes (quotes, HTML-safe <, > and &, control characters,
+// U+2028, invalid UTF-8).
+func TestProviderKeyHeadersAreJSONMarshals(t *testing.T) {
+	t.Parallel()
+	hex := strings.Repeat("0123456789abcdef", 4)
+	for _, kid := range []string{"k1", "K_2026-a", "Kid.2026", `k"1`, `k\1`, "k<1", "k>1", "k&1", "k\x001\t", "kü", "k\u20281", "k\xff1", "k\x7f1"} {
+		key := digest.Key(kid + ":" + hex)
+		arg, err := json.Marshal(map[string]string{"digest_key": string(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, err := json.Marshal(map[string]json.RawMessage{"unique_args": arg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		providerKeyHeaders(key, func(name, value string) { got[name] = value })
+		if got[HeaderSendGridAPI] != string(api) || got[HeaderMailgunVariables] != string(arg) {
+			t.Errorf("key id %q: %s %s, %s %s; want %s, %s", kid, HeaderSendGridAPI, got[HeaderSendGridAPI],
+				HeaderMailgunVariables, got[HeaderMailgunVariables], api, arg)
 		}
 	}
 }

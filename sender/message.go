@@ -142,20 +142,34 @@ func MailpitTag(key digest.Key) string {
 	return "dk-" + strings.ToLower(key.KeyID()) + "-" + key.Hex()
 }
 
-// providerKeyHeaders are the headers that hand key to providers that
-// report it back in their webhooks under a name of their own (package
-// webhook reads them): SendGrid's unique_args and Mailgun's variables as
-// JSON, and an SES tag, whose value allows only letters, digits, '_' and
+// providerKeyHeaders sets, through set, the headers that hand key to
+// providers that report it back in their webhooks under a name of their
+// own (package webhook reads them): SendGrid's unique_args and Mailgun's
+// variables as JSON (written as json.Marshal writes the one-entry maps,
+// without building them for every message), and an SES tag, whose value allows only letters, digits, '_' and
 // '-' (left out for a key id with '.': the X-Digest-Key header, which SES
 // reports too, still carries the key).
-func providerKeyHeaders(key digest.Key) [][2]string {
-	arg, _ := json.Marshal(map[string]string{"digest_key": string(key)})
-	api, _ := json.Marshal(map[string]json.RawMessage{"unique_args": arg})
-	h := [][2]string{{HeaderSendGridAPI, string(api)}, {HeaderMailgunVariables, string(arg)}}
+func providerKeyHeaders(key digest.Key, set func(name, value string)) {
+	arg := `{"digest_key":` + jsonString(string(key)) + `}`
+	set(HeaderSendGridAPI, `{"unique_args":`+arg+`}`)
+	set(HeaderMailgunVariables, arg)
 	if kid := key.KeyID(); !strings.Contains(kid, ".") {
-		h = append(h, [2]string{HeaderSESTags, "digest-key=" + kid + "_" + key.Hex()})
+		set(HeaderSESTags, "digest-key="+kid+"_"+key.Hex())
 	}
-	return h
+}
+
+// jsonString is s as encoding/json writes a string, quotes included. A key
+// is letters, digits and a few marks, which JSON writes as they are, so
+// the usual key needs no encoder; anything else goes through json.Marshal,
+// HTML-safe escaping and all.
+func jsonString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return string(q)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // Envelope is what every message of one mailer shares: the From address
@@ -283,9 +297,7 @@ func (e Envelope) Letter(m *digest.Message, now time.Time) (*Letter, error) {
 	l.setHeader(HeaderKey, string(key))
 	l.setHeader(HeaderMailpitTags, MailpitTag(key))
 	l.setHeader(HeaderPostmarkKey, string(key))
-	for _, h := range providerKeyHeaders(key) {
-		l.setHeader(h[0], h[1])
-	}
+	providerKeyHeaders(key, l.setHeader)
 	e.setListUnsubscribe(l, unsubscribe, strings.HasPrefix(m.Unsubscribe, "https://"))
 	if m.Text != "" && m.HTML != "" {
 		if b := boundary(key); !strings.Contains(m.Text, b) && !strings.Contains(m.HTML, b) {

@@ -71,7 +71,8 @@ func backendCPU(t *testing.T, pid int) time.Duration {
 // too) and the backend's CPU. It asserts only the deterministic counts.
 // DIGEST_LEDGER_COST_KEYS sets the number of keys (default 1,000; the
 // numbers in docs/benchmarks.md are from 10,000), DIGEST_LEDGER_COST_BATCH
-// the batch size (default 100; 1 measures the single-key statements).
+// the batch size (default 100; 1 measures the single-key statements),
+// DIGEST_LEDGER_COST_MARK_CHUNK the keys per send mark (default the batch).
 func TestCostPerDigest(t *testing.T) {
 	t.Parallel()
 	n := 1000
@@ -148,6 +149,16 @@ func TestCostPerDigest(t *testing.T) {
 			t.Fatalf("DIGEST_LEDGER_COST_BATCH=%q: want a divisor of %d", v, n)
 		}
 	}
+	// A run marks its claims a chunk at a time (run.startChunk: 25 with
+	// the defaults); DIGEST_LEDGER_COST_MARK_CHUNK measures that shape.
+	chunk := batch
+	if v := os.Getenv("DIGEST_LEDGER_COST_MARK_CHUNK"); v != "" {
+		if c, err := strconv.Atoi(v); err == nil && c > 0 && batch%c == 0 {
+			chunk = c
+		} else {
+			t.Fatalf("DIGEST_LEDGER_COST_MARK_CHUNK=%q: want a divisor of the batch size %d", v, batch)
+		}
+	}
 	reqs := make([]digest.ClaimRequest, batch)
 	fences := make([]digest.Fence, batch)
 	fins := make([]digest.Finish, batch)
@@ -167,7 +178,14 @@ func TestCostPerDigest(t *testing.T) {
 			fences[j] = digest.Fence{Key: r.Key, Token: r.Token, Week: week}
 			fins[j] = digest.Finish{Key: r.Key, Token: r.Token, State: digest.StateSent, ProviderRef: "ref-" + strconv.Itoa(j), RunID: "cost", Week: week}
 		}
-		for _, errs := range [][]error{must(s.StartSending(ctx, fences)), must(s.Finish(ctx, fins))} {
+		for c := 0; c < batch; c += chunk {
+			for _, e := range must(s.StartSending(ctx, fences[c:c+chunk])) {
+				if e != nil {
+					t.Fatal(e)
+				}
+			}
+		}
+		for _, errs := range [][]error{must(s.Finish(ctx, fins))} {
 			for _, e := range errs {
 				if e != nil {
 					t.Fatal(e)

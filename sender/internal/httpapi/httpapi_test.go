@@ -7,24 +7,6 @@ import (
 	"github.com/weeklydigest/digest/sender/internal/httpapi"
 )
 
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	prevMax := time.Duration(0)
-	for attempt := 1; attempt <= 40; attempt++ {
-		want := min(httpapi.BackoffBase<<min(attempt-1, 30), httpapi.BackoffCap)
-		for range 20 {
-			d := httpapi.Backoff(attempt)
-			if d < want/2 || d > want {
-				t.Fatalf("Backoff(%d) = %s, want in [%s, %s]", attempt, d, want/2, want)
-			}
-		}
-		if want < prevMax {
-			t.Fatalf("bound shrank at attempt %d", attempt)
-		}
-		prevMax = want
-	}
-}
-
 func TestRetryAfter(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 8, 10, 7, 0, 0, 0, time.UTC)

@@ -142,8 +142,8 @@
 // it; held and quarantined receipts only when asked. Snapshot pins are never pruned: a backfill must rebuild the
 // same digest.
 //
-// Time comes from Config.Now; nothing in this package calls time.Now for a
-// decision.
+// Time comes from the stores' Config.Now; nothing in this package calls
+// time.Now for a decision.
 //
 // # Errors
 //

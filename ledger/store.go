@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -116,44 +115,6 @@ type Store interface {
 
 	// Close releases the database.
 	Close() error
-}
-
-// Config configures either store. The zero value opens ./digest.db.
-type Config struct {
-	// DatabaseURL, when set, selects PostgreSQL (a pgx connection string;
-	// pool settings such as pool_max_conns are accepted).
-	DatabaseURL string
-	// Path is the SQLite file used when DatabaseURL is empty; default
-	// DefaultPath.
-	Path string
-	// Now is the caller's clock; default time.Now. The times a store
-	// returns for its caller to compare (a lease's end, a next attempt)
-	// are on it; leases and retries are decided by the ledger's clock
-	// (see CallTimes).
-	Now func() time.Time
-	// LedgerNow stands in for the database's clock, for tests that move
-	// time (River's stubbed time): nil, as every command leaves it, uses
-	// the database's own (PostgreSQL's now(), SQLite's unixepoch()) for
-	// every lease and retry decision and every time stamped on a receipt.
-	LedgerNow func() time.Time
-	// Logger receives migration progress; default discards.
-	Logger *slog.Logger
-}
-
-// DefaultPath is the SQLite file used when Config.Path is empty.
-const DefaultPath = "./digest.db"
-
-func (c Config) WithDefaults() Config {
-	if c.Path == "" {
-		c.Path = DefaultPath
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
 }
 
 // Sentinel errors of the operator operations.
@@ -330,8 +291,8 @@ func (c Counts) sum(states []digest.State) int64 {
 // time where the rows are, so that a prune on a machine whose clock is
 // far ahead cannot take the receipts of a week run seconds earlier.
 // PostgreSQL's store takes the earlier of the server's now() and its own
-// clock (Config.Now): a process clock behind only prunes less, and the
-// contract suite's fake clocks keep working. SQLite's store uses its own
+// clock (postgres.Config.Now): a process clock behind only prunes less,
+// and the contract suite's fake clocks keep working. SQLite's store uses its own
 // clock: the embedded ledger has no server, the process that runs the
 // statement is the database, and its clock is the one that stamped every
 // row it compares.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
-	"github.com/weeklydigest/digest/ledger"
 )
 
 const migrateHelp = `Usage: digest migrate [--down-to VERSION]
@@ -43,7 +41,7 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	if err := checkDatabaseURL(st.DatabaseURL); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, ledger.Config{DatabaseURL: st.DatabaseURL, Path: st.LedgerPath, Logger: log})
+	store, err := openStore(ctx, st, log, nil)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

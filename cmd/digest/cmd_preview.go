@@ -143,7 +143,7 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 		spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
 		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
-	var store ledger.Store
+	var store *ledgerDB
 	if st.DatabaseURL != "" || fileExists(st.LedgerPath) {
 		if store, err = openLedger(ctx, env, st, log); err != nil {
 			return nil, err

@@ -212,7 +212,7 @@ func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, s
 // than a state that could not say whether the week is complete; the log
 // says to run "digest status --snapshot FILE" with
 // DIGEST_PUSHGATEWAY_URL instead.
-func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store ledger.Store, w digest.ISOWeek) {
+func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store *ledgerDB, w digest.ISOWeek) {
 	if st.PushgatewayURL == "" {
 		return
 	}
@@ -249,7 +249,7 @@ func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store ledger.
 
 // pushReviewedKey pushes the state of the week of key's receipt; see
 // pushReviewedWeek.
-func pushReviewedKey(ctx context.Context, env *Env, st *settings, store ledger.Store, key digest.Key) {
+func pushReviewedKey(ctx context.Context, env *Env, st *settings, store *ledgerDB, key digest.Key) {
 	if st.PushgatewayURL == "" {
 		return
 	}

@@ -40,15 +40,11 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	_, err := postgres.Open(ctx, ledger.Config{DatabaseURL: "postgres://digest@127.0.0.1:1/test?connect_timeout=5"})
+	_, err := postgres.NewPool(ctx, "postgres://digest@127.0.0.1:1/test?connect_timeout=5")
 	wantClass(t, "open a port nobody listens on", err, ledger.ClassTransient)
 
 	url := pgtest.Schema(t)
-	bare, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bare.Close()
+	bare, _ := postgres.OpenTest(t, url, postgres.Config{})
 	_, err = bare.Counts(ctx, errWeek)
 	wantClass(t, "count before migrating", err, ledger.ClassFatal)
 
@@ -57,11 +53,7 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	if strings.Contains(url, "://") {
 		withTimeout = url + "&lock_timeout=200"
 	}
-	s, err := postgres.Open(ctx, ledger.Config{DatabaseURL: withTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, pool := postgres.OpenTest(t, withTimeout, postgres.Config{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +72,7 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	if errs, err := s.Finish(ctx, []digest.Finish{{Key: res[0].Key, Token: res[0].Token, State: digest.StateHeld}}); err != nil || errs[0] != nil {
 		t.Fatalf("finish held: %v %v", errs, err)
 	}
-	tx, err := s.Pool().Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

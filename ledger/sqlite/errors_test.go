@@ -42,11 +42,11 @@ func TestErrorsLeaveClassified(t *testing.T) {
 		t.Fatalf("busy: %v classified %s, want conflict", err, ledger.ClassOf(err))
 	}
 
-	_, err = Open(ctx, ledger.Config{Path: filepath.Join(t.TempDir(), "no", "such", "dir", "ledger.db")})
+	_, err = Open(ctx, Config{Path: filepath.Join(t.TempDir(), "no", "such", "dir", "ledger.db")})
 	if !errors.As(err, &de) || ledger.ClassOf(err) != ledger.ClassFatal {
 		t.Fatalf("open in a missing directory: %v (%T), want a fatal DriverError", err, err)
 	}
-	_, err = Open(ctx, ledger.Config{Path: "bad?name"})
+	_, err = Open(ctx, Config{Path: "bad?name"})
 	if !errors.Is(err, ledger.ErrInvalid) || errors.As(err, &de) {
 		t.Fatalf("open a path with '?': %v, want a plain ErrInvalid", err)
 	}

@@ -9,7 +9,7 @@ import (
 // The history texts: the detail of each receipt_events row a store writes
 // for a transition it makes itself. They are defined here once; the SQLite
 // store writes them from Go and the PostgreSQL statements receive them as
-// arguments (see ClaimHistoryTexts). A Finish's detail is FinishDetail, an
+// arguments. A Finish's detail is FinishDetail, an
 // operator's Action.Detail.
 const (
 	HistoryClaimed      = "claimed"                                         // a new receipt
@@ -55,13 +55,6 @@ func ClaimHistory(from, to digest.State, maybeSent bool) string {
 		text += HistoryMaybeSent
 	}
 	return text
-}
-
-// ClaimHistoryTexts are the arguments the PostgreSQL claim statements take
-// for their history rows, in order: quarantined, claimed, taken over,
-// claimed again, the maybe-sent suffix.
-func ClaimHistoryTexts() []any {
-	return []any{HistoryQuarantined, HistoryClaimed, HistoryTakenOver, HistoryClaimedAgain, HistoryMaybeSent}
 }
 
 // MarkSentDetail is the history text of an operator's MarkSent.

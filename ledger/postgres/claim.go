@@ -13,17 +13,13 @@ import (
 	"github.com/weeklydigest/digest/ledger"
 )
 
-// claimManySQL (sql/claim.sql) decides a set of ClaimRequests in one
-// statement, one row each; claimOneSQL is its form for one request.
+// claimSQL (sql/claim.sql) decides a set of ClaimRequests in one
+// statement, one row each: a single request is a set of one, so that one
+// statement, written once, makes every claim decision.
 // No two requests of one statement share a candidate key (see rounds).
-//
-// $1 candidate keys of each request joined by ',' (current first; keys
-// never contain a comma), $2 fingerprints, $3 the requests' ISO week (one
-// statement per week, see weekRounds), $4 run ids,
-// $5 leases in microseconds, $6 the stand-in for the ledger's clock
-// (Store.clockArg), $7-$11 the history texts (ledger.ClaimHistoryTexts).
-// The lease ends, and an expired one is taken over, by the server's now():
-// the caller's clock decides nothing (see ledger.CallTimes).
+// Its arguments are named (claimArgs). The lease ends, and an expired one
+// is taken over, by the server's now(): the caller's clock decides nothing
+// (see ledger.CallTimes).
 //
 // It relies on two PostgreSQL behaviours:
 //   - INSERT … ON CONFLICT DO UPDATE takes the row lock of the conflicting
@@ -40,12 +36,29 @@ import (
 // after that snapshot. Rows are inserted in key order, so two statements
 // lock shared keys in the same order.
 var (
-	claimManySQL = queries.Get("ClaimMany")
-	claimOneSQL  = queries.Get("ClaimOne")
-	readSQL      = queries.Get("ReadGoverning")
+	claimSQL = queries.Get("Claim")
+	readSQL  = queries.Get("ReadGoverning")
 )
 
-// scanStored scans the columns claimManySQL and readSQL return; at is
+// claimArgs are claimSQL's arguments for reqs, all of week, with the
+// stand-in for the ledger's clock (Store.clockArg).
+func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.StrictNamedArgs {
+	cands, fps, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)),
+		make([]string, len(reqs)), make([]int64, len(reqs))
+	for i, r := range reqs {
+		cands[i] = strings.Join(ledger.KeyStrings(r.Keys), ",")
+		fps[i], runs[i], leases[i] = r.Fingerprint, r.RunID, ledger.Micros(r.Lease)
+	}
+	return pgx.StrictNamedArgs{
+		"candidates": cands, "fingerprints": fps, "run_ids": runs, "leases": leases,
+		"week": week, "clock": clock,
+		"quarantined": ledger.HistoryQuarantined, "claimed": ledger.HistoryClaimed,
+		"taken_over": ledger.HistoryTakenOver, "claimed_again": ledger.HistoryClaimedAgain,
+		"maybe_sent": ledger.HistoryMaybeSent,
+	}
+}
+
+// scanStored scans the columns claimSQL and readSQL return; at is
 // the ledger's time of the statement.
 func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.Time, err error) {
 	var (
@@ -80,19 +93,11 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, st := range stmts {
-			round := st.idx
-			cands, fps, runs, leases := make([]string, len(round)), make([]string, len(round)),
-				make([]string, len(round)), make([]int64, len(round))
-			for j, i := range round {
-				r := reqs[i]
-				cands[j] = strings.Join(ledger.KeyStrings(r.Keys), ",")
-				fps[j], runs[j], leases[j] = r.Fingerprint, r.RunID, ledger.Micros(r.Lease)
+			round := make([]digest.ClaimRequest, len(st.idx))
+			for j, i := range st.idx {
+				round[j] = reqs[i]
 			}
-			if len(round) == 1 {
-				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], st.week, runs[0], leases[0], clock}, ledger.ClaimHistoryTexts()...)...)
-				continue
-			}
-			b.Queue(claimManySQL, append([]any{cands, fps, st.week, runs, leases, clock}, ledger.ClaimHistoryTexts()...)...)
+			b.Queue(claimSQL, claimArgs(round, st.week, clock))
 		}
 		return b
 	}
@@ -147,7 +152,9 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, asked time.Time) error {
 	b := &pgx.Batch{}
 	for _, i := range missing {
-		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys), reqs[i].Week.String(), s.clockArg())
+		b.Queue(readSQL, pgx.StrictNamedArgs{
+			"candidates": ledger.KeyStrings(reqs[i].Keys), "week": reqs[i].Week.String(), "clock": s.clockArg(),
+		})
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()

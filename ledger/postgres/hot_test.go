@@ -14,7 +14,7 @@ import (
 )
 
 // happyPathColumns are the columns of receipts that the send mark and the
-// finish to sent set (sql/fence.sql, StartMany and FinishMany).
+// finish to sent set (sql/fence.sql, Start and Finish).
 var happyPathColumns = []string{"state", "previous_state", "send_started", "send_started_at", "updated_at",
 	"lease_expires_at", "sent_at", "provider_ref", "next_attempt_at", "maybe_sent", "last_error", "address_key", "run_id"}
 

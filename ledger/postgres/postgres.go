@@ -108,11 +108,11 @@ const maxBatchTries = 3
 type planCacheMode int
 
 const (
-	// customPlans: the connection's force_custom_plan (see Open): each
-	// statement planned with its arguments. For the multi-row statements.
+	// customPlans: the connection's force_custom_plan (see PoolConfig):
+	// each statement planned with its arguments. For the multi-row calls.
 	customPlans planCacheMode = iota
-	// genericPlans: cached generic plans. Only the single-key statements
-	// (claimOneSQL, startOneSQL, finishOneSQL) use them: they reach
+	// genericPlans: cached generic plans. Only single-key calls use them
+	// (claimSQL, startSQL, finishSQL over one element): they reach
 	// receipts by one key, through the primary key whatever the table's
 	// size when the plan was made (docs/scaling.md shows the plans), and
 	// planning them anew cost as much as running them.
@@ -120,7 +120,7 @@ const (
 )
 
 // plansFor is the plan cache mode of a call over n elements: generic plans
-// when its statements are single-key ones.
+// when it is over one key.
 func plansFor(n int) planCacheMode {
 	if n == 1 {
 		return genericPlans

@@ -71,8 +71,9 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 			return digest.ClaimResult{}, err
 		}
 		key := r.Keys[0]
-		_, err = tx.ExecContext(ctx, insertClaimedSQL, string(key), key.KeyID(), r.Fingerprint, token,
-			now.Add(r.Lease).UnixMicro(), now.UnixMicro(), r.RunID, r.Week.String())
+		_, err = tx.ExecContext(ctx, insertClaimedSQL, sql.Named("key", string(key)), sql.Named("key_id", key.KeyID()),
+			sql.Named("fingerprint", r.Fingerprint), sql.Named("token", token), sql.Named("lease", now.Add(r.Lease).UnixMicro()),
+			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -83,7 +84,8 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 
 	// Acknowledged is final: no content change reopens it.
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined && c.State != digest.StateAcknowledged:
-		_, err := tx.ExecContext(ctx, quarantineSQL, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
+		_, err := tx.ExecContext(ctx, quarantineSQL, sql.Named("fingerprint", r.Fingerprint), sql.Named("run_id", r.RunID),
+			sql.Named("now", now.UnixMicro()), sql.Named("key", string(c.Key)))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -101,7 +103,9 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		c.LeaseExpires = now.Add(r.Lease)
 		detail := ledger.ClaimHistory(from, digest.StateClaimed, c.MaybeSent)
 		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
-		_, err = tx.ExecContext(ctx, claimAgainSQL, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, now.UnixMicro(), r.RunID, string(c.Key))
+		_, err = tx.ExecContext(ctx, claimAgainSQL, sql.Named("attempts", c.Attempts), sql.Named("token", token),
+			sql.Named("lease", now.Add(r.Lease).UnixMicro()), sql.Named("maybe_sent", c.MaybeSent), sql.Named("now", now.UnixMicro()),
+			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -113,7 +117,7 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 // readGoverning returns the governing receipt among keys (the first candidate
 // that has one), or nil.
 func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
-	rows, err := tx.QueryContext(ctx, readGoverningSQL, jsonKeys(keys))
+	rows, err := tx.QueryContext(ctx, readGoverningSQL, sql.Named("keys", jsonKeys(keys)))
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +154,8 @@ func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time,
 	if from != "" {
 		fromState = string(from)
 	}
-	_, err := tx.ExecContext(ctx, insertEventSQL, string(key), at.UnixMicro(), fromState, string(to), runID, detail)
+	_, err := tx.ExecContext(ctx, insertEventSQL, sql.Named("key", string(key)), sql.Named("at", at.UnixMicro()),
+		sql.Named("from_state", fromState), sql.Named("to_state", string(to)), sql.Named("run_id", runID), sql.Named("detail", detail))
 	return err
 }
 
@@ -164,13 +169,14 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 				runID   string
 				earlier sql.NullInt64
 			)
-			err := tx.QueryRowContext(ctx, sendStartedAtSQL, string(f.Key)).Scan(&earlier)
+			err := tx.QueryRowContext(ctx, sendStartedAtSQL, sql.Named("key", string(f.Key))).Scan(&earlier)
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
 			if err == nil {
-				err = tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
+				err = tx.QueryRowContext(ctx, startSendingSQL, sql.Named("now", now.UnixMicro()), sql.Named("key", string(f.Key)),
+					sql.Named("token", f.Token)).Scan(&runID)
 			}
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
@@ -208,7 +214,8 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 	errs := make([]error, len(fences))
 	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, f := range fences {
-			res, err := tx.ExecContext(ctx, renewSQL, now.Add(lease).UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
+			res, err := tx.ExecContext(ctx, renewSQL, sql.Named("lease", now.Add(lease).UnixMicro()), sql.Named("now", now.UnixMicro()),
+				sql.Named("key", string(f.Key)), sql.Named("token", f.Token))
 			if err != nil {
 				return fmt.Errorf("renew %s: %w", f.Key, err)
 			}
@@ -243,8 +250,10 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				// The caller's next attempt, as a delay from the ledger's time.
 				next = now.Add(times.Delay(f)).UnixMicro()
 			}
-			res, err := tx.ExecContext(ctx, finishSQL,
-				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token, f.AddressKey)
+			res, err := tx.ExecContext(ctx, finishSQL, sql.Named("state", string(f.State)), sql.Named("now", now.UnixMicro()),
+				sql.Named("provider_ref", f.ProviderRef), sql.Named("next_attempt", next), sql.Named("maybe_sent", f.MaybeSent),
+				sql.Named("reason", f.Reason), sql.Named("run_id", f.RunID), sql.Named("key", string(f.Key)),
+				sql.Named("token", f.Token), sql.Named("address_key", f.AddressKey))
 			if err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)
 			}
@@ -330,7 +339,8 @@ func (s *Store) endClaims(ctx context.Context, ends []digest.EndClaim, cutoff an
 	err := s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		ended = ended[:0]
 		for _, e := range ends {
-			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String(), cutoff)
+			rows, err := tx.QueryContext(ctx, endClaimSQL, sql.Named("now", now.UnixMicro()), sql.Named("keys", jsonKeys(e.Keys)),
+				sql.Named("reason", e.Reason), sql.Named("run_id", e.RunID), sql.Named("week", e.Week.String()), sql.Named("cutoff", cutoff))
 			if err != nil {
 				return fmt.Errorf("end claim: %w", err)
 			}

@@ -181,7 +181,7 @@ func (s *Store) sendBatch(ctx context.Context, mode planCacheMode, build func() 
 // knows happened before anything reached the server, such as a pooled
 // connection whose backend was terminated.
 func retryable(err error) bool {
-	return err != nil && (classOf(err) == ledger.ClassConflict || pgconn.SafeToRetry(err))
+	return err != nil && (classOf(err) == ledger.Conflict || pgconn.SafeToRetry(err))
 }
 
 func timeOrZero(t *time.Time) time.Time {

@@ -38,12 +38,12 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	}
 	classify(&err)
 	var de *ledger.DriverError
-	if !errors.As(err, &de) || ledger.ClassOf(err) != ledger.ClassConflict {
-		t.Fatalf("busy: %v classified %s, want conflict", err, ledger.ClassOf(err))
+	if !errors.As(err, &de) || ledger.ErrorClassOf(err) != ledger.Conflict {
+		t.Fatalf("busy: %v classified %s, want conflict", err, ledger.ErrorClassOf(err))
 	}
 
 	_, err = Open(ctx, Config{Path: filepath.Join(t.TempDir(), "no", "such", "dir", "ledger.db")})
-	if !errors.As(err, &de) || ledger.ClassOf(err) != ledger.ClassFatal {
+	if !errors.As(err, &de) || ledger.ErrorClassOf(err) != ledger.Fatal {
 		t.Fatalf("open in a missing directory: %v (%T), want a fatal DriverError", err, err)
 	}
 	_, err = Open(ctx, Config{Path: "bad?name"})

@@ -55,25 +55,3 @@ func ErrorClassOf(err error) ErrorClass {
 	}
 	return Fatal
 }
-
-// Classify wraps *errp, when it is a driver's error, in a DriverError of
-// the class classOf gives it. A store defers it in every exported method,
-// so each driver error leaves the ledger classified. Errors this package
-// defines, a cancelled context and errors already classified pass as they
-// are.
-func Classify(errp *error, classOf func(error) ErrorClass) {
-	err := *errp
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return
-	}
-	var de *DriverError
-	for _, own := range []error{ErrNotFound, ErrWrongState, ErrWasSent, ErrInvalid} {
-		if errors.Is(err, own) {
-			return
-		}
-	}
-	if errors.As(err, &de) {
-		return
-	}
-	*errp = &DriverError{Class: classOf(err), Err: err}
-}

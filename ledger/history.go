@@ -62,13 +62,6 @@ func MarkSentDetail(by Action, providerRef string) string {
 	return by.Detail("marked sent as " + providerRef)
 }
 
-// FinishWritesHistory reports whether a Finish writes a history row. A
-// Finish to sent without a reason writes none: the receipt's sent_at and
-// provider_ref say all the row would (ReceiptStory tells it from them).
-func FinishWritesHistory(f digest.Finish) bool {
-	return f.State != digest.StateSent || f.Reason != ""
-}
-
 // ReceiptStory is the history Show presents: the stored rows with the
 // happy path's events, which no row holds, told from the receipt's
 // columns (FromReceipt set, ID 0):

@@ -136,22 +136,6 @@ var (
 	ErrInvalid = errors.New("invalid ledger request")
 )
 
-// RepinRefused says why a Repin of pin to asOf moved nothing: the pin
-// does not exist (ErrNotFound) or is not early (ErrWrongState).
-func RepinRefused(ctx context.Context, s interface {
-	Pinned(context.Context, digest.SnapshotPin) (digest.WeekPin, bool, error)
-}, pin digest.SnapshotPin, asOf time.Time) error {
-	wp, ok, err := s.Pinned(ctx, pin)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("repin %s/%s/%s: %w: the week is not pinned (no run sent it yet)", pin.Type, pin.Week, pin.Version, ErrNotFound)
-	}
-	return fmt.Errorf("repin %s/%s/%s: %w: its cutoff %s is already at or past %s", pin.Type, pin.Week, pin.Version, ErrWrongState,
-		wp.AsOf.UTC().Format(time.RFC3339), asOf.UTC().Format(time.RFC3339))
-}
-
 // Action says who did an operator action and why, for the history.
 type Action struct {
 	By     string // operator name or id; never a customer identifier
@@ -386,11 +370,3 @@ type RepeatReport struct {
 
 // DefaultWeekPage is WeekKeys's page size when its limit is 0 or less.
 const DefaultWeekPage = 1000
-
-// WeekPageSize returns limit, or DefaultWeekPage when it is 0 or less.
-func WeekPageSize(limit int) int {
-	if limit <= 0 {
-		return DefaultWeekPage
-	}
-	return limit
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // claimSQL (sql/claim.sql) decides a set of ClaimRequests in one
@@ -46,8 +47,8 @@ func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.St
 	cands, fps, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)),
 		make([]string, len(reqs)), make([]int64, len(reqs))
 	for i, r := range reqs {
-		cands[i] = strings.Join(ledger.KeyStrings(r.Keys), ",")
-		fps[i], runs[i], leases[i] = r.Fingerprint, r.RunID, ledger.Micros(r.Lease)
+		cands[i] = strings.Join(rules.KeyStrings(r.Keys), ",")
+		fps[i], runs[i], leases[i] = r.Fingerprint, r.RunID, rules.Micros(r.Lease)
 	}
 	return pgx.StrictNamedArgs{
 		"candidates": cands, "fingerprints": fps, "run_ids": runs, "leases": leases,
@@ -60,13 +61,13 @@ func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.St
 
 // scanStored scans the columns claimSQL and readSQL return; at is
 // the ledger's time of the statement.
-func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.Time, err error) {
+func scanStored(row pgx.Row) (c *rules.Stored, idx int, changed bool, at time.Time, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
 		ref                 *string
 	)
-	c = &ledger.Stored{}
+	c = &rules.Stored{}
 	err = row.Scan(&idx, &changed, &key, &state, &c.Fingerprint, &c.Attempts, &c.Token,
 		&lease, &next, &sentAt, &ref, &c.MaybeSent, &c.TakenOver, &at)
 	if err != nil {
@@ -82,7 +83,7 @@ func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.T
 // transaction: one multi-row statement per round (see rounds), usually one.
 func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateClaims(reqs); err != nil {
+	if err := rules.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	asked, clock := s.nowUTC(), s.clockArg()
@@ -119,9 +120,9 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 				decided[i] = true
 				times := ledger.CallTimes{Ledger: at, Caller: asked}
 				if changed && c.State == digest.StateClaimed {
-					res[i] = times.Result(ledger.Claimed(c, at))
+					res[i] = times.Result(rules.Claimed(c, at))
 				} else {
-					res[i] = times.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
+					res[i] = times.Result(rules.Unclaimed(c, reqs[i].Fingerprint, at))
 				}
 			}
 			if err := rows.Err(); err != nil {
@@ -153,7 +154,7 @@ func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, mis
 	b := &pgx.Batch{}
 	for _, i := range missing {
 		b.Queue(readSQL, pgx.StrictNamedArgs{
-			"candidates": ledger.KeyStrings(reqs[i].Keys), "week": reqs[i].Week.String(), "clock": s.clockArg(),
+			"candidates": rules.KeyStrings(reqs[i].Keys), "week": reqs[i].Week.String(), "clock": s.clockArg(),
 		})
 	}
 	br := s.pool.SendBatch(ctx, b)
@@ -167,7 +168,7 @@ func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, mis
 		case err != nil:
 			return fmt.Errorf("claim %s: read: %w", reqs[i].Keys[0], err)
 		default:
-			res[i] = ledger.CallTimes{Ledger: at, Caller: asked}.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
+			res[i] = ledger.CallTimes{Ledger: at, Caller: asked}.Result(rules.Unclaimed(c, reqs[i].Fingerprint, at))
 		}
 	}
 	return br.Close()

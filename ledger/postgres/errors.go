@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The SQLSTATEs the store tells apart (PostgreSQL's errcodes.txt; the
@@ -53,5 +54,5 @@ func classOf(err error) ledger.ErrorClass {
 	return ledger.Fatal
 }
 
-// classify classifies *errp as it leaves the store; see ledger.Classify.
-func classify(errp *error) { ledger.Classify(errp, classOf) }
+// classify classifies *errp as it leaves the store; see rules.Classify.
+func classify(errp *error) { rules.Classify(errp, classOf) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The fenced statements, in sql/fence.sql, one for each decision: they take
@@ -145,7 +146,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 			for j, i := range st.idx {
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 			}
-			b.Queue(renewSQL, pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "lease": ledger.Micros(lease),
+			b.Queue(renewSQL, pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "lease": rules.Micros(lease),
 				"clock": clock, "week": st.week})
 		}
 		return b
@@ -184,7 +185,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 // Finish records each outcome, in one round trip.
 func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateFinishes(fs); err != nil {
+	if err := rules.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	times, clock := ledger.CallTimes{Caller: s.nowUTC()}, s.clockArg()
@@ -203,7 +204,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				f := fs[i]
 				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
 				if f.State == digest.StateRetryable {
-					next := ledger.Micros(times.Delay(f))
+					next := rules.Micros(times.Delay(f))
 					nexts[j] = &next
 				}
 				maybes[j], reasons[j], runs[j], details[j], addrs[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f), f.AddressKey
@@ -257,7 +258,7 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 // one round trip. No receipt changes.
 func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateObservations(obs); err != nil {
+	if err := rules.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	clock := s.clockArg()
@@ -265,7 +266,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, o := range obs {
-			b.Queue(observeSQL, ledger.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), clock)
+			b.Queue(observeSQL, rules.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), clock)
 		}
 		return b
 	}
@@ -279,12 +280,12 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent, &at); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			var c *ledger.Stored
+			var c *rules.Stored
 			if key != nil {
-				c = &ledger.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
+				c = &rules.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
 					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next), SentAt: timeOrZero(sent)}
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, at), PreviousAt: timeOrZero(prev)}
+			out[i] = digest.Observed{Would: rules.ObservedOutcome(c, o.Fingerprint, at), PreviousAt: timeOrZero(prev)}
 		}
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -407,7 +408,7 @@ func TestPruneDropsASettledWeeksPartition(t *testing.T) {
 		t.Error("receipts_2026_w31 still exists: a fully settled week is dropped whole")
 	}
 	var events int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipt_events WHERE key = ANY($1)`, ledger.KeyStrings(append(sent, retried...))).Scan(&events); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipt_events WHERE key = ANY($1)`, rules.KeyStrings(append(sent, retried...))).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
 	if events != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The claim and fenced statements, in sql/claim.sql.
@@ -36,7 +37,7 @@ var (
 // are converted to the caller's (ledger.CallTimes).
 func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateClaims(reqs); err != nil {
+	if err := rules.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	asked := s.nowUTC()
@@ -77,10 +78,10 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		c = &ledger.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
+		c = &rules.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
 		// No history row: first_claimed_at and run_id tell the claim
 		// (ledger.ReceiptStory).
-		return ledger.Claimed(c, now), nil
+		return rules.Claimed(c, now), nil
 
 	// Acknowledged is final: no content change reopens it.
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined && c.State != digest.StateAcknowledged:
@@ -109,24 +110,24 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, c.Key, now, from, digest.StateClaimed, r.RunID, detail)
+		return rules.Claimed(c, now), sqliteEvent(ctx, tx, c.Key, now, from, digest.StateClaimed, r.RunID, detail)
 	}
-	return ledger.Unclaimed(c, r.Fingerprint, now), nil
+	return rules.Unclaimed(c, r.Fingerprint, now), nil
 }
 
 // readGoverning returns the governing receipt among keys (the first candidate
 // that has one), or nil.
-func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
+func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*rules.Stored, error) {
 	rows, err := tx.QueryContext(ctx, readGoverningSQL, sql.Named("keys", jsonKeys(keys)))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var best *ledger.Stored
+	var best *rules.Stored
 	bestAt := len(keys)
 	for rows.Next() {
 		var (
-			c                   ledger.Stored
+			c                   rules.Stored
 			key, state          string
 			lease, next, sentAt sql.NullInt64
 		)
@@ -238,7 +239,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 // Finish records each outcome, in one transaction.
 func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateFinishes(fs); err != nil {
+	if err := rules.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	times := ledger.CallTimes{Caller: s.nowUTC()}
@@ -265,7 +266,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
-			if !ledger.FinishWritesHistory(f) {
+			if !rules.FinishWritesHistory(f) {
 				continue // sent_at and provider_ref tell it (ledger.ReceiptStory)
 			}
 			if err := sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, f.State, f.RunID, ledger.FinishDetail(f)); err != nil {
@@ -284,7 +285,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 // one transaction. No receipt changes.
 func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateObservations(obs); err != nil {
+	if err := rules.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	out := make([]digest.Observed, len(obs))
@@ -304,7 +305,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromMicros(prev)}
+			out[i] = digest.Observed{Would: rules.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromMicros(prev)}
 		}
 		return nil
 	})

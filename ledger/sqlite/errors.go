@@ -7,6 +7,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The SQLite result codes the store tells apart, by their primary code
@@ -42,5 +43,5 @@ func classOf(err error) ledger.ErrorClass {
 	return ledger.Fatal
 }
 
-// classify classifies *errp as it leaves the store; see ledger.Classify.
-func classify(errp *error) { ledger.Classify(errp, classOf) }
+// classify classifies *errp as it leaves the store; see rules.Classify.
+func classify(errp *error) { rules.Classify(errp, classOf) }

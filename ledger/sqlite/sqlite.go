@@ -23,6 +23,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/ledger/internal/sqlfile"
 	"github.com/weeklydigest/digest/migrations"
 )
@@ -328,7 +329,7 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 // jsonKeys is keys as a JSON array, the argument of the statements that
 // take a list of candidate keys (json_each).
 func jsonKeys(keys []digest.Key) string {
-	b, err := json.Marshal(ledger.KeyStrings(keys))
+	b, err := json.Marshal(rules.KeyStrings(keys))
 	if err != nil {
 		panic(err) // unreachable: a []string always marshals
 	}

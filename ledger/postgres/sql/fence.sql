@@ -78,7 +78,7 @@ WITH f AS MATERIALIZED (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
     SELECT key, coalesce(@clock::timestamptz, now()), previous_state, state, run_id, detail FROM u
     -- A finish to sent without a reason gets no row: sent_at and
-    -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
+    -- provider_ref tell it (rules.FinishWritesHistory, ReceiptStory).
     WHERE NOT (state = 'sent' AND reason = '')
 )
 SELECT idx FROM u;

@@ -1,4 +1,4 @@
-package ledger_test
+package rules_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 func TestClassify(t *testing.T) {
@@ -28,7 +29,7 @@ func TestClassify(t *testing.T) {
 		{"classified already", &ledger.DriverError{Class: ledger.Transient, Err: driverErr}, true, ledger.Transient},
 	} {
 		err := tc.err
-		ledger.Classify(&err, conflict)
+		rules.Classify(&err, conflict)
 		var de *ledger.DriverError
 		if errors.As(err, &de) != tc.wrapped || ledger.ErrorClassOf(err) != tc.class {
 			t.Errorf("%s: %v classified %s (wrapped %v), want %s (wrapped %v)", tc.name, err, ledger.ErrorClassOf(err), errors.As(err, &de), tc.class, tc.wrapped)

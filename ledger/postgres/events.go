@@ -83,7 +83,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 				return err
 			}
 			weeks := p.Weeks(occurred)
-			rows, err := tx.Query(ctx, softBounceWeeksSQL, rules.SuppressionKeyStrings(e.AddressKeys), weeks)
+			rows, err := tx.Query(ctx, softBounceWeeksSQL, rules.KeyStrings(e.AddressKeys), weeks)
 			if err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 			return nil
 		}
 		var id int64
-		err = tx.QueryRow(ctx, suppressSQL, rules.SuppressionKeyStrings(e.AddressKeys), string(digest.SubjectAddress),
+		err = tx.QueryRow(ctx, suppressSQL, rules.KeyStrings(e.AddressKeys), string(digest.SubjectAddress),
 			string(reason), e.Provider, "", now).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // suppressed already

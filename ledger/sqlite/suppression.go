@@ -24,7 +24,7 @@ var (
 
 // jsonSuppressionKeys is keys as a JSON array, for json_each.
 func jsonSuppressionKeys(keys []digest.SuppressionKey) string {
-	b, err := json.Marshal(rules.SuppressionKeyStrings(keys))
+	b, err := json.Marshal(rules.KeyStrings(keys))
 	if err != nil {
 		panic(err) // unreachable: a []string always marshals
 	}

@@ -158,15 +158,6 @@ func ValidateObservations(obs []digest.Observation) error {
 	return nil
 }
 
-// KeyStrings returns keys as strings, for statement arguments.
-func KeyStrings(keys []digest.Key) []string {
-	s := make([]string, len(keys))
-	for i, k := range keys {
-		s[i] = string(k)
-	}
-	return s
-}
-
 // FinishWritesHistory reports whether a Finish writes a history row. A
 // Finish to sent without a reason writes none: the receipt's sent_at and
 // provider_ref say all the row would (ledger.ReceiptStory tells it from them).

@@ -19,8 +19,9 @@ func ValidateUnsuppress(keys []digest.SuppressionKey, by ledger.Action) error {
 	return nil
 }
 
-// SuppressionKeyStrings converts keys for a driver.
-func SuppressionKeyStrings(keys []digest.SuppressionKey) []string {
+// KeyStrings returns keys (receipt or suppression keys) as strings, for
+// statement arguments.
+func KeyStrings[K ~string](keys []K) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = string(k)

@@ -113,7 +113,8 @@ type Store interface {
 	// own connection sees them; Settings.Err says whether they can.
 	Durability(ctx context.Context) (Settings, error)
 
-	// Close releases the database.
+	// Close releases what the store opened: the SQLite file; nothing on
+	// PostgreSQL, whose pool is its caller's to close.
 	Close() error
 }
 

@@ -50,8 +50,8 @@ var (
 	_ ledger.Store  = (*Store)(nil)
 )
 
-// Config configures a Store. The zero value is the configuration of
-// every command but for its clock.
+// Config configures a Store. The zero value works: the process's clock,
+// the server's clock for decisions, no log.
 type Config struct {
 	// Now is the caller's clock; default time.Now. The times the store
 	// returns for its caller to compare (a lease's end, a next attempt)

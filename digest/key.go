@@ -353,8 +353,8 @@ func RedactAddress(s, email string) string {
 // "KID:HEX", HEX the lowercase hex HMAC-SHA256 of "address|" and the
 // address in lower case. A permanent rejection is logged with it instead of
 // the address, so that it can be matched against the customers' addresses
-// (docs/operations.md, "Bounces and suppression") without the log holding
-// any.
+// (docs/operations.md, "Unsubscribe links and suppression") without the
+// log holding any.
 func (kr *Keyring) AddressKey(email string) string {
 	return string(sign(kr.secrets[0], "address|"+strings.ToLower(email)))
 }

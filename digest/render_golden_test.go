@@ -38,7 +38,7 @@ func TestRenderGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rec.Customer.Suppressed {
-			continue // never rendered: see TestSuppressedCustomersNotSent
+			continue // never rendered: see TestSuppressedCustomersNotSentPostgres
 		}
 		d, err := digest.Build(rec, spec)
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 // digest once: the binary's wall time, provider calls and peak RSS. The
 // receipts are written straight into the week's partition by SQL and the
 // messages handed to Mailpit's SMTP over a few connections (header and a
-// one-line body: verify reads tags only). docs/scaling.md, "digest verify".
+// one-line body: verify reads tags only). docs/benchmarks.md, "digest verify".
 //
 //	DIGEST_VERIFY_BENCH_N=100000 go test -run '^$' -bench BenchmarkVerify -benchtime 1x ./e2e/
 func BenchmarkVerify(b *testing.B) {

@@ -6,6 +6,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -51,16 +52,19 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 		for i, it := range enforce {
 			reqs[i] = digest.ClaimRequest{Keys: it.keys, Fingerprint: it.fingerprint, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
 		}
+		bctx, span := cfg.Tracer.Start(graceCtx, spanClaimBatch, time.Time{}, slog.Int(attrBatchSize, len(reqs)))
 		t0, asked := time.Now(), cfg.Now()
-		res, err := r.Ledger.Claim(graceCtx, reqs)
+		res, err := r.Ledger.Claim(bctx, reqs)
 		r.claimLatency.Observe(time.Since(t0), len(reqs))
 		r.counters.ledgerCalls.Add(1)
 		if err != nil {
+			endLedgerSpan(ctx, span, err)
 			if ctx.Err() != nil {
 				continue
 			}
 			return fmt.Errorf("claim: %w", err)
 		}
+		span.SetAttributes(outcomeAttrs(res)...)
 		answered := cfg.Now()
 		var start []*item
 		for i, it := range enforce {
@@ -72,10 +76,11 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 				// which may run ahead of this one).
 				it.lease.set(asked.Add(cfg.Lease))
 			}
-			if p.route(it, done) {
+			if p.route(bctx, it, done) {
 				start = append(start, it)
 			}
 		}
+		span.End()
 		if len(start) > 0 {
 			p.held.add(start)
 			clk.worked()
@@ -87,7 +92,7 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 
 // route counts a claim outcome and reports whether the item goes on to be
 // sent. Maybe-sent claims go to a sender directly, which looks up first.
-func (p *pass) route(it *item, done *doneQueue) (start bool) {
+func (p *pass) route(ctx context.Context, it *item, done *doneQueue) (start bool) {
 	r, cfg := p.runner, &p.runner.Config
 	c, first := &r.counters, p.number == 1
 	res := it.claim
@@ -160,7 +165,7 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 		}
 		if first {
 			c.quarantined.Add(1)
-			cfg.Logger.Warn("quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fingerprint)
+			cfg.Logger.WarnContext(ctx, "quarantined: fingerprint differs from the receipt's; not sent", "key", string(res.Key), "fingerprint", it.fingerprint)
 		}
 	case digest.OutcomeHeld:
 		if first {
@@ -175,7 +180,7 @@ func (p *pass) route(it *item, done *doneQueue) (start bool) {
 			p.settledElsewhere()
 		}
 	default:
-		cfg.Logger.Error("unknown claim outcome", "key", string(res.Key), "outcome", int(res.Outcome))
+		cfg.Logger.ErrorContext(ctx, "unknown claim outcome", "key", string(res.Key), "outcome", int(res.Outcome))
 	}
 	return false
 }
@@ -191,18 +196,18 @@ func (p *pass) settledElsewhere() {
 
 // lost counts a claim another run took over before this one recorded it,
 // and says what this run did with it.
-func (p *pass) lost(it *item, err error) {
+func (p *pass) lost(ctx context.Context, it *item, err error) {
 	c, log := &p.runner.counters, p.runner.Config.Logger
 	c.lost.Add(1)
 	switch {
 	case it.handed && it.finish.State == digest.StateSent:
 		c.lostAfterSend.Add(1)
-		log.Error("claim lost to another run after this one sent it; the other run looks it up", "key", string(it.claim.Key), "err", err)
+		log.ErrorContext(ctx, "claim lost to another run after this one sent it; the other run looks it up", "key", string(it.claim.Key), "err", err)
 	case it.handed:
 		c.lostAfterSend.Add(1)
-		log.Error("claim lost to another run after this one's send may have reached the provider; the other run looks it up", "key", string(it.claim.Key), "err", err)
+		log.ErrorContext(ctx, "claim lost to another run after this one's send may have reached the provider; the other run looks it up", "key", string(it.claim.Key), "err", err)
 	default:
-		log.Error("claim lost to another run; not sent by this one", "key", string(it.claim.Key), "err", err)
+		log.ErrorContext(ctx, "claim lost to another run; not sent by this one", "key", string(it.claim.Key), "err", err)
 	}
 }
 

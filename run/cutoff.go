@@ -108,16 +108,16 @@ func (r *Runner) weekPin(ctx context.Context, pin digest.SnapshotPin) (digest.We
 }
 
 // warnCutoff logs what the run's cutoff leaves out of the week.
-func (r *Runner) warnCutoff(wp digest.WeekPin) {
+func (r *Runner) warnCutoff(ctx context.Context, wp digest.WeekPin) {
 	cfg := &r.Config
 	cutoff := Cutoff(cfg.Spec.Week, cfg.Spec.Location, cfg.Settle)
 	week := cfg.Spec.Week.String()
 	switch {
 	case wp.Partial:
-		cfg.Logger.Warn("partial cutoff: the week is read as of before its end plus the settle time, on purpose (--early-cutoff); activity recorded later is not in its digests. After the cutoff: digest repin --week "+week,
+		cfg.Logger.WarnContext(ctx, "partial cutoff: the week is read as of before its end plus the settle time, on purpose (--early-cutoff); activity recorded later is not in its digests. After the cutoff: digest repin --week "+week,
 			"week", week, "as_of", wp.AsOf, "cutoff", cutoff)
 	case EarlyPin(wp, cfg.Spec.Week, cfg.Spec.Location, cfg.Settle):
-		cfg.Logger.Warn("early pin: the week was pinned before its end plus the settle time by an older run, and not marked partial; activity recorded after as_of is not in its digests. The way out: digest repin --week "+week+" (docs/operations.md)",
+		cfg.Logger.WarnContext(ctx, "early pin: the week was pinned before its end plus the settle time by an older run, and not marked partial; activity recorded after as_of is not in its digests. The way out: digest repin --week "+week+" (docs/operations.md)",
 			"week", week, "as_of", wp.AsOf, "cutoff", cutoff)
 	}
 }

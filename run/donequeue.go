@@ -18,14 +18,15 @@ type doneQueue struct {
 	mu     sync.Mutex
 	batch  []*item
 	size   int
-	gen    int // counts the batches taken, so that a stale linger timer does nothing
+	wait   time.Duration // batchLinger; longer in tests that must not see it fire
+	gen    int           // counts the batches taken, so that a stale linger timer does nothing
 	timer  *time.Timer
 	closed bool
 	out    chan []*item
 }
 
-func newDoneQueue(size int) *doneQueue {
-	return &doneQueue{size: size, out: make(chan []*item, 1)}
+func newDoneQueue(size int, linger time.Duration) *doneQueue {
+	return &doneQueue{size: size, wait: linger, out: make(chan []*item, 1)}
 }
 
 // put adds an item whose claim ended.
@@ -42,7 +43,7 @@ func (q *doneQueue) put(it *item) {
 	}
 	if len(q.batch) == 1 {
 		gen := q.gen
-		q.timer = time.AfterFunc(batchLinger, func() { q.linger(gen) })
+		q.timer = time.AfterFunc(q.wait, func() { q.linger(gen) })
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 // once, and the linger timer of a batch already handed over does nothing.
 func TestDoneQueueBatchesFullLingeredAndLast(t *testing.T) {
 	t.Parallel()
-	q := newDoneQueue(3)
+	// Full and last batches on a queue whose linger never fires during
+	// the test: on a loaded machine batchLinger can pass between two puts.
+	q := newDoneQueue(3, time.Hour)
 	its := make([]*item, 8)
 	for i := range its {
 		its[i] = &item{}
@@ -24,29 +26,36 @@ func TestDoneQueueBatchesFullLingeredAndLast(t *testing.T) {
 	if b := <-q.out; len(b) != 3 {
 		t.Fatalf("full batch of %d, want 3", len(b))
 	}
-
-	q.put(its[3])
-	t0 := time.Now()
-	b := <-q.out // lingered: nothing else comes
-	if len(b) != 1 || b[0] != its[3] {
-		t.Fatalf("lingered batch %v, want the one item", b)
-	}
-	if waited := time.Since(t0); waited < batchLinger/2 {
-		t.Errorf("a batch of one came after %s: want it to linger about %s", waited, batchLinger)
-	}
-
-	for _, it := range its[4:] { // 4 items: one full batch, one left
+	for _, it := range its[3:7] { // 4 items: one full batch, one left
 		q.put(it)
 	}
 	if b := <-q.out; len(b) != 3 {
 		t.Fatalf("full batch of %d, want 3", len(b))
 	}
 	q.close()
-	if b := <-q.out; len(b) != 1 || b[0] != its[7] {
+	if b := <-q.out; len(b) != 1 || b[0] != its[6] {
 		t.Fatalf("last batch %v, want the item left", b)
 	}
 	if _, ok := <-q.out; ok {
 		t.Fatal("the queue's output stays open after close")
+	}
+
+	// A batch that does not fill is handed over batchLinger after its
+	// first item (no sooner: load only makes it later).
+	lq := newDoneQueue(3, batchLinger)
+	lq.put(its[7])
+	t0 := time.Now()
+	b := <-lq.out // lingered: nothing else comes
+	if len(b) != 1 || b[0] != its[7] {
+		t.Fatalf("lingered batch %v, want the one item", b)
+	}
+	if waited := time.Since(t0); waited < batchLinger/2 {
+		t.Errorf("a batch of one came after %s: want it to linger about %s", waited, batchLinger)
+	}
+	lq.put(its[0])
+	lq.close() // hands the item over before its linger timer fires
+	if b := <-lq.out; len(b) != 1 {
+		t.Fatalf("last batch %v, want one item", b)
 	}
 	time.Sleep(2 * batchLinger) // the last batch's timer fires into a closed queue: no panic
 }

@@ -59,10 +59,10 @@ func (p *pass) flushEnds(ctx context.Context, min int) error {
 	for _, e := range ended {
 		r.counters.endedClaims.Add(1)
 		if e.To == digest.StateHeld {
-			log.Warn("claim of a crashed run ended held: its send may have started; look it up (digest review)", "key", string(e.Key), "from", string(e.From))
+			log.WarnContext(ctx, "claim of a crashed run ended held: its send may have started; look it up (digest review)", "key", string(e.Key), "from", string(e.From))
 			continue
 		}
-		log.Info("claim of a crashed run ended: not sent", "key", string(e.Key), "from", string(e.From), "to", string(e.To))
+		log.InfoContext(ctx, "claim of a crashed run ended: not sent", "key", string(e.Key), "from", string(e.From), "to", string(e.To))
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ func (a *absentClaims) load(ctx context.Context, p *pass) error {
 				keys[k] = true
 			}
 			if len(keys) > maxAbsentCandidates {
-				cfg.Logger.Info("not looking for claims of customers no longer in the source: too many unfinished receipts", "more_than", maxAbsentCandidates)
+				cfg.Logger.InfoContext(ctx, "not looking for claims of customers no longer in the source: too many unfinished receipts", "more_than", maxAbsentCandidates)
 				return nil
 			}
 			if len(page) < 1000 {
@@ -121,7 +121,7 @@ func (a *absentClaims) load(ctx context.Context, p *pass) error {
 	}
 	if only, err := p.onlyPin(ctx, lister); err != nil || !only {
 		if err == nil {
-			cfg.Logger.Info("not looking for claims of customers no longer in the source: the week has other digest types or versions")
+			cfg.Logger.InfoContext(ctx, "not looking for claims of customers no longer in the source: the week has other digest types or versions")
 		}
 		return err
 	}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,7 +107,7 @@ func (f *failureKinds) snapshot() map[string]int {
 // and they are few (a server refusing everyone fails at the preflight or
 // as fatal instead). Other kinds are logged the first time only: a week
 // against a broken server makes a few lines, not one per digest.
-func (p *pass) noteFailure(it *item, err error) {
+func (p *pass) noteFailure(ctx context.Context, it *item, err error) {
 	r := p.runner
 	kind := failureKind(err)
 	first := r.failures.note(kind)
@@ -115,8 +116,8 @@ func (p *pass) noteFailure(it *item, err error) {
 		slog.String("err", digest.RedactAddress(err.Error(), it.msg.To.Email))}
 	switch {
 	case digest.SendClassOf(err) == digest.SendPermanent:
-		r.Config.Logger.Warn("send failed permanently; not retried (a bounce: see the runbook's suppression)", attrs...)
+		r.Config.Logger.WarnContext(ctx, "send failed permanently; not retried (a bounce: see the runbook's suppression)", attrs...)
 	case first:
-		r.Config.Logger.Warn("send failed; later failures of this kind are only counted (summary: failures)", attrs...)
+		r.Config.Logger.WarnContext(ctx, "send failed; later failures of this kind are only counted (summary: failures)", attrs...)
 	}
 }

@@ -5,6 +5,8 @@ package run
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -37,13 +39,15 @@ func (p *pass) finish(graceCtx context.Context, done *doneQueue) error {
 			p.forget(batch)
 			continue
 		}
-		errs, err := r.Ledger.Finish(graceCtx, fs)
+		fctx, span := cfg.Tracer.Start(graceCtx, spanFinishBatch, time.Time{}, slog.Int(attrBatchSize, len(fs)))
+		errs, err := r.Ledger.Finish(fctx, fs)
 		r.counters.ledgerCalls.Add(1)
 		p.forget(batch) // recorded, or left to the ledger as it is
 		if err != nil {
+			endLedgerSpan(graceCtx, span, err)
 			// The sends happened; their claims stay marked as sending, so
 			// the next run looks each one up before sending again.
-			cfg.Logger.Error("recording outcomes failed", "count", len(fs), "err", err)
+			cfg.Logger.ErrorContext(fctx, "recording outcomes failed", "count", len(fs), "err", err)
 			if first == nil {
 				first = fmt.Errorf("finish: %w", err)
 			}
@@ -51,11 +55,12 @@ func (p *pass) finish(graceCtx context.Context, done *doneQueue) error {
 		}
 		for i, it := range its {
 			if errs[i] != nil {
-				p.lost(it, errs[i])
+				p.lost(fctx, it, errs[i])
 				continue
 			}
-			p.count(it)
+			p.count(fctx, it)
 		}
+		span.End()
 	}
 	return first
 }
@@ -67,7 +72,7 @@ func (p *pass) forget(its []*item) {
 	}
 }
 
-func (p *pass) count(it *item) {
+func (p *pass) count(ctx context.Context, it *item) {
 	c := &p.runner.counters
 	switch it.finish.State {
 	case digest.StateSent:
@@ -88,6 +93,6 @@ func (p *pass) count(it *item) {
 		c.failed.Add(1)
 	case digest.StateHeld:
 		c.held.Add(1)
-		p.runner.Config.Logger.Warn("held for review", "key", string(it.finish.Key), "reason", it.finish.Reason)
+		p.runner.Config.Logger.WarnContext(ctx, "held for review", "key", string(it.finish.Key), "reason", it.finish.Reason)
 	}
 }

@@ -129,7 +129,7 @@ func (p *pass) renew(ctx context.Context) {
 		r.counters.ledgerCalls.Add(1)
 		if err != nil {
 			if ctx.Err() == nil {
-				cfg.Logger.Warn("renewing leases failed; sends stop at the leases they have", "claims", len(its), "err", err)
+				cfg.Logger.WarnContext(ctx, "renewing leases failed; sends stop at the leases they have", "claims", len(its), "err", err)
 			}
 			continue
 		}

@@ -35,7 +35,7 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 			r.counters.would[o.Would].Add(1)
 		}
 		if o.Would == digest.OutcomeClaimed {
-			p.sample(its[i])
+			p.sample(ctx, its[i])
 		}
 		if !o.PreviousAt.IsZero() {
 			r.counters.repeats[AgeBucket(now.Sub(o.PreviousAt), cfg.ReplayHorizon)].Add(1)
@@ -47,7 +47,7 @@ func (p *pass) observe(ctx context.Context, its []*item) error {
 // sample logs one would-be recipient of an observe run, while the sample
 // is not full: its key (the one a claim would create or find) and, only
 // when asked for, its address.
-func (p *pass) sample(it *item) {
+func (p *pass) sample(ctx context.Context, it *item) {
 	cfg := &p.runner.Config
 	if cfg.ObserveSample < 0 || p.runner.counters.sampled.Add(1) > int64(cfg.ObserveSample) {
 		return
@@ -56,5 +56,5 @@ func (p *pass) sample(it *item) {
 	if cfg.ObserveAddresses {
 		attrs = append(attrs, "to", it.digest.Customer.Email)
 	}
-	cfg.Logger.Info("would send", attrs...)
+	cfg.Logger.InfoContext(ctx, "would send", attrs...)
 }

@@ -14,7 +14,7 @@ import (
 // item is one digest travelling through a pass.
 type item struct {
 	digest      digest.Digest
-	fingerprint string       // digest.Fingerprint(), computed once
+	fingerprint string       // the digest's Fingerprint(), computed once
 	keys        []digest.Key // the candidate keys, the week's pinned key id first
 	enforce     bool         // claim and send; false: observe only (a cohort rollout)
 
@@ -104,10 +104,10 @@ func (p *pass) run(ctx context.Context, q digest.SourceQuery) error {
 		<-renewed
 	}()
 
-	items := make(chan []*item, 1)         // built, batched for a claim
-	claimed := make(chan []*item, 1)       // claimed, not marked as sending
-	sends := newSendQueue(startChunk(cfg)) // marked as sending, not yet sent
-	done := newDoneQueue(cfg.BatchSize)    // sent (or settled), not yet recorded
+	items := make(chan []*item, 1)                   // built, batched for a claim
+	claimed := make(chan []*item, 1)                 // claimed, not marked as sending
+	sends := newSendQueue(startChunk(cfg))           // marked as sending, not yet sent
+	done := newDoneQueue(cfg.BatchSize, batchLinger) // sent (or settled), not yet recorded
 
 	errc := make(chan error, 3)
 	go func() { errc <- p.read(intakeCtx, q, items) }()
@@ -231,10 +231,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				}
 				if p.number == 1 && cfg.Lenient {
 					r.counters.skipped.Add(1)
-					cfg.Logger.Warn("bad snapshot record skipped", r.badRecordAttrs(bad)...)
+					cfg.Logger.WarnContext(ctx, "bad snapshot record skipped", r.badRecordAttrs(bad)...)
 				} else if p.number == 1 {
 					r.counters.invalid.Add(1)
-					cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.badRecordAttrs(bad)...)
+					cfg.Logger.ErrorContext(ctx, "bad snapshot record: no digest for it until it is fixed", r.badRecordAttrs(bad)...)
 				}
 				continue
 			}
@@ -268,7 +268,7 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 				} else {
 					r.counters.invalid.Add(1)
 				}
-				cfg.Logger.Error("digest not built", "err", err)
+				cfg.Logger.ErrorContext(ctx, "digest not built", "err", err)
 			}
 			continue
 		}
@@ -290,10 +290,10 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 			// fails the run, lenient skips it; never claimed.
 			if p.number == 1 && cfg.Lenient {
 				r.counters.skipped.Add(1)
-				cfg.Logger.Warn("bad snapshot record skipped", r.unsendableAttrs(bad, rec.Customer.Email)...)
+				cfg.Logger.WarnContext(ctx, "bad snapshot record skipped", r.unsendableAttrs(bad, rec.Customer.Email)...)
 			} else if p.number == 1 {
 				r.counters.invalid.Add(1)
-				cfg.Logger.Error("bad snapshot record: no digest for it until it is fixed", r.unsendableAttrs(bad, rec.Customer.Email)...)
+				cfg.Logger.ErrorContext(ctx, "bad snapshot record: no digest for it until it is fixed", r.unsendableAttrs(bad, rec.Customer.Email)...)
 			}
 			continue
 		}

@@ -36,11 +36,11 @@ func (r *Runner) checkPruned(ctx context.Context, pin digest.SnapshotPin) error 
 	case stone == nil:
 		return nil
 	case cfg.Mode == ModeObserve:
-		cfg.Logger.Warn("this week was pruned: an enforce run would refuse it", "week", pin.Week.String(),
+		cfg.Logger.WarnContext(ctx, "this week was pruned: an enforce run would refuse it", "week", pin.Week.String(),
 			"receipts_pruned", stone.ReceiptsPruned, "last_pruned_at", stone.LastPrunedAt)
 		return nil
 	case cfg.ResendPrunedWeek:
-		cfg.Logger.Warn("sending a pruned week again: digests whose receipts were pruned go out a second time",
+		cfg.Logger.WarnContext(ctx, "sending a pruned week again: digests whose receipts were pruned go out a second time",
 			"week", pin.Week.String(), "receipts_pruned", stone.ReceiptsPruned, "last_pruned_at", stone.LastPrunedAt)
 		return nil
 	}

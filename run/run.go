@@ -113,7 +113,7 @@ type Config struct {
 	Backoff     Backoff
 	// Preflight, when set, is called in enforce mode before the week is
 	// pinned or anything claimed: for an SMTP mailer, a session without a
-	// message (sender.Check). An error of digest.SendFatal stops the run
+	// message (smtp.Check). An error of digest.SendFatal stops the run
 	// with ErrMailerUnusable, any other with ErrMailerUnreachable.
 	Preflight func(ctx context.Context) error
 
@@ -121,6 +121,10 @@ type Config struct {
 	Now    func() time.Time                                 // default time.Now
 	Sleep  func(ctx context.Context, d time.Duration) error // default: a timer
 	Logger *slog.Logger                                     // default: discard
+	// Tracer reports the run's spans (see Tracer); default: none. The
+	// Logger is called with the context of the span its record is made
+	// under.
+	Tracer Tracer
 }
 
 // ErrConfig is wrapped by Config.Validate's errors.
@@ -178,6 +182,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Tracer == nil {
+		c.Tracer = noTracer{}
 	}
 }
 
@@ -283,6 +290,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: enforce mode needs a mailer", ErrConfig)
 	}
 	start := cfg.Now()
+	ctx, span := r.startRunSpan(ctx)
 	sum, err := r.run(ctx)
 	sum.Duration = cfg.Now().Sub(start)
 	sum.ClaimP50, sum.ClaimP99 = r.claimLatency.Quantile(0.50), r.claimLatency.Quantile(0.99)
@@ -291,6 +299,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	}
+	endRunSpan(span, sum, err)
 	return sum, err
 }
 
@@ -319,9 +328,9 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 	if r.pinnedKeys, err = r.checkWeekPin(weekPin); err != nil {
 		return r.counters.snapshot(), err
 	}
-	r.warnCutoff(weekPin)
+	r.warnCutoff(ctx, weekPin)
 	asOf := weekPin.AsOf
-	log.Info("run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
+	log.InfoContext(ctx, "run starting", "week", cfg.Spec.Week.String(), "type", cfg.Spec.Type, "version", cfg.Spec.Version,
 		"mode", string(cfg.Mode), "shard", cfg.Shard.String(), "as_of", asOf) // the command's logger carries run_id
 
 	if ch, ok := r.Source.(digest.Checker); ok && !cfg.Lenient {
@@ -332,7 +341,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			if list, ok := err.(interface{ Unwrap() []error }); ok {
 				for _, e := range list.Unwrap() {
 					if bad, ok := errors.AsType[*digest.BadRecordError](e); ok {
-						log.Error("bad snapshot record", r.badRecordAttrs(bad)...)
+						log.ErrorContext(ctx, "bad snapshot record", r.badRecordAttrs(bad)...)
 					}
 				}
 			}
@@ -361,7 +370,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		}
 		r.counters.pending.Store(int64(len(carried.due)))
 		r.counters.retryable.Store(int64(carried.retryables()))
-		err := p.run(ctx, q)
+		err := p.runTraced(ctx, q)
 		if err != nil && !errors.Is(err, ErrMailerUnreachable) {
 			return finish(err)
 		}
@@ -374,7 +383,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 			err = fmt.Errorf("%w: every send of the last %d passes failed to connect", ErrMailerUnreachable, deadPasses)
 		}
 		if err != nil {
-			log.Error("stopping early: the mail server is unreachable; the next run continues", "pending", r.counters.pending.Load(), "err", err)
+			log.ErrorContext(ctx, "stopping early: the mail server is unreachable; the next run continues", "pending", r.counters.pending.Load(), "err", err)
 			return finish(err)
 		}
 		r.busyQuick = passes > 1 && p.settledByOthers.Load() > 0
@@ -390,7 +399,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		pending := r.counters.pending.Load()
 		if pending == 0 || ctx.Err() != nil || next.IsZero() || cfg.Deadline.IsZero() || next.After(cfg.Deadline) {
 			if pending > 0 && ctx.Err() == nil {
-				log.Info("rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
+				log.InfoContext(ctx, "rows left pending", "pending", pending, "next_due", next, "deadline", cfg.Deadline)
 			}
 			break
 		}
@@ -404,7 +413,7 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		}
 		// A retry that came due during the pass is due now, not "in -5m".
 		wait := max(next.Sub(cfg.Now()), 0)
-		log.Info("retry pass scheduled", "pending", pending, "in", wait.Round(time.Millisecond), "pass", passes+1)
+		log.InfoContext(ctx, "retry pass scheduled", "pending", pending, "in", wait.Round(time.Millisecond), "pass", passes+1)
 		if wait > 0 {
 			if err := cfg.Sleep(ctx, wait); err != nil {
 				break

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -31,7 +32,7 @@ func (p *pass) sendLoop(ctx, graceCtx context.Context, sends *sendQueue, done *d
 func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 	r, cfg := p.runner, &p.runner.Config
 	if it.claim.MaybeSent && r.Lookup != nil {
-		ref, found, err := r.Lookup.Lookup(graceCtx, it.claim.Key)
+		lctx, ref, found, err := p.lookup(graceCtx, it)
 		switch {
 		case err != nil:
 			r.counters.lookupErr.Add(1)
@@ -41,14 +42,14 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 			it.finish = p.finishFor(it, digest.StateRetryable, "look-up failed: "+err.Error())
 			it.finish.MaybeSent = true
 			it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
-			cfg.Logger.Warn("look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
+			cfg.Logger.WarnContext(lctx, "look-up could not tell; not sent", "key", string(it.claim.Key), "err", err)
 			return
 		case found:
 			r.counters.lookupFound.Add(1)
 			it.finish = p.finishFor(it, digest.StateSent, "reconciled by look-up")
 			it.finish.ProviderRef = ref
 			it.reconciled = true
-			cfg.Logger.Info("reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
+			cfg.Logger.InfoContext(lctx, "reconciled: the provider had accepted it", "key", string(it.claim.Key), "ref", ref)
 			return
 		}
 		r.counters.lookupNotFound.Add(1)
@@ -60,9 +61,9 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 			}
 			if err != nil {
 				if errors.Is(err, digest.ErrStaleClaim) {
-					p.lost(it, err)
+					p.lost(lctx, it, err)
 				} else {
-					cfg.Logger.Error("mark sending failed; left for the next run", "key", string(it.claim.Key), "err", err)
+					cfg.Logger.ErrorContext(lctx, "mark sending failed; left for the next run", "key", string(it.claim.Key), "err", err)
 				}
 				return // no Finish: the ledger keeps what it had
 			}
@@ -73,7 +74,7 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		return
 	}
 	if it.lease.lost.Load() {
-		p.lost(it, digest.ErrStaleClaim) // found by a renewal; no Finish: it would be refused
+		p.lost(ctx, it, digest.ErrStaleClaim) // found by a renewal; no Finish: it would be refused
 		return
 	}
 	if p.halted.Load() {
@@ -86,16 +87,20 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 	left := it.lease.left(cfg.Now(), cfg.Lease)
 	if left <= 0 || left < cfg.SendWorstCase {
 		p.release(it, "not sent: the lease would end before the send could")
-		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "left", left, "send_worst_case", cfg.SendWorstCase)
+		cfg.Logger.WarnContext(ctx, "lease too short for the send; given back unsent", "key", string(it.claim.Key), "left", left, "send_worst_case", cfg.SendWorstCase)
 		return
 	}
 	sctx, cancel := context.WithTimeout(graceCtx, left)
+	began := time.Now()
 	ref, err := r.Mailer.Send(sctx, it.msg)
 	cancel()
 	if errors.Is(err, digest.ErrNoTime) {
 		p.release(it, "not sent: the lease would end before the send could")
-		cfg.Logger.Warn("lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
+		cfg.Logger.WarnContext(ctx, "lease too short for the send; given back unsent", "key", string(it.claim.Key), "err", err)
 		return
+	}
+	if err != nil {
+		ctx = p.traceSendFailure(ctx, it, began, err)
 	}
 	if p.streak.note(err, circuitThreshold(cfg)) {
 		p.halt(fmt.Errorf("%w: %d sends in a row failed to connect, the last with: %w", ErrMailerUnreachable, circuitThreshold(cfg), err))
@@ -110,11 +115,11 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 	case digest.SendFatal:
 		// Nothing was sent and nothing will be until the configuration
 		// changes: give the claim back and stop the run.
-		p.noteFailure(it, err)
+		p.noteFailure(ctx, it, err)
 		p.release(it, "not sent: "+err.Error())
 		p.halt(fmt.Errorf("%w: %w", ErrMailerUnusable, err))
 	case digest.SendTemporary:
-		p.noteFailure(it, err)
+		p.noteFailure(ctx, it, err)
 		if digest.ThrottledOf(err) {
 			r.counters.throttled.Add(1)
 		}
@@ -122,7 +127,7 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 		it.finish = p.finishFor(it, digest.StateRetryable, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), it.claim.Attempt, digest.RetryAtOf(err))
 	case digest.SendPermanent:
-		p.noteFailure(it, err)
+		p.noteFailure(ctx, it, err)
 		it.finish = p.finishFor(it, digest.StateFailed, digest.RedactAddress(err.Error(), it.msg.To.Email))
 		// The receipt keeps the address key: a bounce becomes a
 		// suppression from the ledger alone.
@@ -136,6 +141,6 @@ func (p *pass) deliver(ctx, graceCtx context.Context, it *item) {
 			it.finish.MaybeSent = true
 			it.finish.NextAttempt = cfg.Backoff.RetryAt(cfg.Now(), 1, cfg.Now().Add(cfg.LookupDelay))
 		}
-		cfg.Logger.Warn("send may have reached the provider", "key", string(it.claim.Key), "err", err)
+		cfg.Logger.WarnContext(ctx, "send may have reached the provider", "key", string(it.claim.Key), "err", err)
 	}
 }

@@ -6,8 +6,10 @@ package run
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -132,9 +134,11 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 		fences = append(fences, digest.Fence{Key: it.claim.Key, Token: it.claim.Token, Week: p.runner.Config.Spec.Week})
 	}
 	if len(fences) > 0 {
-		errs, err := p.runner.Ledger.StartSending(graceCtx, fences)
+		mctx, span := p.runner.Config.Tracer.Start(graceCtx, spanStartChunk, time.Time{}, slog.Int(attrBatchSize, len(fences)))
+		errs, err := p.runner.Ledger.StartSending(mctx, fences)
 		p.runner.counters.ledgerCalls.Add(1)
 		if err != nil {
+			endLedgerSpan(ctx, span, err)
 			sends.release(len(start))
 			// The claims stay "claimed, send not started": the next run
 			// takes them over when the lease ends and sends without review.
@@ -144,9 +148,10 @@ func (p *pass) startSending(ctx, graceCtx context.Context, start []*item, sends 
 			if errs[i] != nil {
 				it.claim.Token = -1 // lost: never send
 				p.held.remove(it)
-				p.lost(it, errs[i])
+				p.lost(mctx, it, errs[i])
 			}
 		}
+		span.End()
 	}
 	send := start[:0:0]
 	for _, it := range start {

@@ -124,7 +124,9 @@ Exit codes:
   3  incomplete: retryable or unsent rows remain (deadline reached, or SIGTERM)
   4  rows need review: held or quarantined in this run ("digest review list")
 
-Environment (each variable has a flag of the same name on the commands that use it):
+Environment (each variable has a flag of the same name on the commands that
+use it, except the secrets marked "env only": a command line shows in ps and
+in shell history; give those in the environment or, better, their *_FILE):
 %s`
 
 func mainUsage(w io.Writer) {
@@ -215,11 +217,11 @@ func reportExit(env *Env, name string, code int, reason string) {
 	if code == ExitIncomplete || code == ExitReview {
 		level = slog.LevelWarn
 	}
-	var st settings
+	threshold := slog.LevelInfo
 	if env.Getenv != nil {
-		st.LogLevel = env.Getenv("DIGEST_LOG_LEVEL")
+		threshold = parseLogLevel(env.Getenv("DIGEST_LOG_LEVEL"))
 	}
-	log := newLogger(env, &st)
+	log := newLogger(env, threshold)
 	log.Log(context.Background(), level, fmt.Sprintf("digest %s exited %d: %s", name, code, exitMeaning[code]),
 		"command", name, "exit_code", code, "reason", reason)
 }
@@ -422,17 +424,34 @@ func age(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-func weekOrPrevious(env *Env, st *settings, week string) (digest.ISOWeek, error) {
+// weekAndZone reads --week and DIGEST_TZ: the week named, else the week
+// before now in the zone. A bad --week is named before a bad zone.
+func weekAndZone(env *Env, st *settings, week string) (digest.ISOWeek, *time.Location, error) {
+	var w digest.ISOWeek
+	var err error
+	if week != "" {
+		if w, err = weekOrPrevious(env, nil, week); err != nil {
+			return w, nil, err
+		}
+	}
+	loc, err := st.location()
+	if err != nil {
+		return w, nil, err
+	}
+	if week == "" {
+		w = digest.PreviousWeekOf(env.now(), loc)
+	}
+	return w, loc, nil
+}
+
+// weekOrPrevious reads --week, or returns the week before now in loc.
+func weekOrPrevious(env *Env, loc *time.Location, week string) (digest.ISOWeek, error) {
 	if week != "" {
 		w, err := digest.ParseISOWeek(week)
 		if err != nil {
 			return w, usagef("--week: %v", err)
 		}
 		return w, nil
-	}
-	loc, err := st.location()
-	if err != nil {
-		return digest.ISOWeek{}, err
 	}
 	return digest.PreviousWeekOf(env.now(), loc), nil
 }

@@ -217,13 +217,13 @@ func TestScheduleSettingsHoldForItsRuns(t *testing.T) {
 	t.Parallel()
 	env := &Env{Getenv: func(k string) string { return map[string]string{"DIGEST_TZ": "UTC", "DIGEST_TYPE": "monthly"}[k] }, Stdout: &bytes.Buffer{}}
 	fs := newFlagSet(env, "schedule", scheduleHelp)
-	register(fs, env, gDigest, gLog, gServe)
+	st := register(fs, env, "schedule")
 	fs.String("cron", "", "")
 	pos, rest, err := parseRest(fs, []string{"--tz", "Europe/Berlin", "--cron", "0 6 * * MON", "--", "--tz", "Asia/Tokyo", "--week", "2026-W48"})
 	if err != nil || len(pos) != 0 || strings.Join(rest, " ") != "--tz Asia/Tokyo --week 2026-W48" {
 		t.Fatalf("parseRest: %v %q %q", err, pos, rest)
 	}
-	runEnv := withFlagSettings(env, fs)
+	runEnv := withFlagSettings(env, st)
 	if got := runEnv.Getenv("DIGEST_TZ"); got != "Europe/Berlin" {
 		t.Errorf("a run sees DIGEST_TZ=%q; want schedule's --tz", got)
 	}

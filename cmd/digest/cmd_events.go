@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -45,8 +46,7 @@ Examples:
 
 func cmdEvents(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "events", eventsHelp)
-	st := register(fs, env, gLedger, gLog)
-	st.flags(fs, &st.EventsLag)
+	st := register(fs, env, "events")
 	provider := fs.String("provider", "", "show, watermark: the provider's name, as in /webhooks/{provider}")
 	key := fs.String("key", "", "show: the digest key (KID:HEX)")
 	until := fs.String("until", "", "watermark: the time (RFC 3339) the provider's events are complete up to")
@@ -59,7 +59,7 @@ func cmdEvents(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 || !slices.Contains([]string{"list", "show", "watermark"}, pos[0]) {
 		return usagef("want one subcommand: list, show or watermark")
 	}
-	lag, err := st.duration(&st.EventsLag)
+	lc, level, lag, err := parseEvents(st)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func cmdEvents(ctx context.Context, env *Env, args []string) error {
 			*by = "operator"
 		}
 	}
-	store, err := openLedger(ctx, env, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, lc, newLogger(env, level))
 	if err != nil {
 		return err
 	}
@@ -152,4 +152,11 @@ func timeOrDash(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// parseEvents reads events's settings: the ledger, the log level and the
+// events look-up's lag, shown against each provider's events.
+func parseEvents(st *settings) (ledgerConfig, slog.Level, time.Duration, error) {
+	lag, err := st.duration("DIGEST_EVENTS_LAG")
+	return st.ledger(), st.logLevel(), lag, err
 }

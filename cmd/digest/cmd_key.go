@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/weeklydigest/digest/digest"
 )
 
-const keyHelp = `Usage: digest key --customer ID --week YYYY-Www [--type T] [--content-version V]
+const keyHelp = `Usage: digest key --customer ID --week YYYY-Www [--type T] [--version V]
        digest key --address EMAIL
 
 Prints the ledger key (KID:HEX) of one customer's digest: the HMAC of
@@ -29,7 +30,7 @@ Examples:
 
 func cmdKey(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "key", keyHelp)
-	st := register(fs, env, gDigest, gKeys, gLedger, gLog)
+	st := register(fs, env, "key")
 	customer := fs.String("customer", "", "customer id (required)")
 	week := fs.String("week", "", "ISO week YYYY-Www (required)")
 	all := fs.Bool("all", false, "print the key under every key id, current first")
@@ -41,8 +42,10 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
+	ks := parseKey(st)
+	lc, keys, level, typ, version := ks.ledger, ks.keys, ks.level, ks.typ, ks.version
 	if *address != "" {
-		kr, err := loadKeyring(st, newLogger(env, st))
+		kr, err := loadKeyring(keys, lc, newLogger(env, level))
 		if err != nil {
 			return err
 		}
@@ -56,11 +59,11 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--week: %v", err)
 	}
-	id := digest.Identity{Customer: *customer, Week: w, Type: st.Type, Version: st.Version}
+	id := digest.Identity{Customer: *customer, Week: w, Type: typ, Version: version}
 	if err := id.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	kr, err := loadKeyring(st, newLogger(env, st))
+	kr, err := loadKeyring(keys, lc, newLogger(env, level))
 	if err != nil {
 		return err
 	}
@@ -72,4 +75,17 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, k)
 	}
 	return nil
+}
+
+// keySettings are the settings of "digest key": the keyring and the
+// digest type and version of the key.
+type keySettings struct {
+	ledger       ledgerConfig // the embedded ledger's keyring file, without DIGEST_HMAC_KEYS
+	keys         keyConfig
+	level        slog.Level
+	typ, version string
+}
+
+func parseKey(st *settings) keySettings {
+	return keySettings{ledger: st.ledger(), keys: st.hmacKeys(), level: st.logLevel(), typ: st.get("DIGEST_TYPE"), version: st.get("DIGEST_VERSION")}
 }

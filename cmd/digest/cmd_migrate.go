@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 )
 
 const migrateHelp = `Usage: digest migrate [--down-to VERSION]
@@ -27,7 +28,7 @@ Examples:
 
 func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "migrate", migrateHelp)
-	st := register(fs, env, gLedger, gLog)
+	st := register(fs, env, "migrate")
 	downTo := fs.Int64("down-to", 0, "roll the schema back to this migration version (1 or more) instead of upgrading it")
 	if err := noArgs(fs, args); err != nil {
 		return err
@@ -37,11 +38,12 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	if down && *downTo < 1 {
 		return usagef("--down-to %d: a version of 1 or more (1 is the first migration, which creates the ledger)", *downTo)
 	}
-	log := newLogger(env, st)
-	if err := checkDatabaseURL(st.DatabaseURL); err != nil {
+	lc, level := parseMigrate(st)
+	log := newLogger(env, level)
+	if err := checkDatabaseURL(lc.DatabaseURL); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, st, log, nil)
+	store, err := openStore(ctx, lc, log, nil)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}
@@ -59,3 +61,6 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	log.Info("ledger schema is up to date")
 	return nil
 }
+
+// parseMigrate reads migrate's settings: the ledger and the log level.
+func parseMigrate(st *settings) (ledgerConfig, slog.Level) { return st.ledger(), st.logLevel() }

@@ -33,7 +33,7 @@ Examples:
 
 func cmdPreview(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "preview", previewHelp)
-	st := register(fs, env, gLedger, gKeys, gDigest, gLog)
+	st := register(fs, env, "preview")
 	customer := fs.String("customer", "", "customer id (required)")
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
@@ -45,12 +45,13 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 	if *customer == "" {
 		return usagef("--customer is required: the id of the customer whose digest to render")
 	}
-	from, err := fromAddress(st)
+	ps, err := parsePreview(st, env, *week)
 	if err != nil {
 		return err
 	}
-	log := newLogger(env, st)
-	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
+	from, listUnsubscribe := ps.from, ps.listUnsubscribe
+	log := newLogger(env, ps.level)
+	wv, err := openWeekView(ctx, env, ps.view, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func cmdPreview(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--eml: %v", err)
 		}
-		err = smtp.WriteMessage(f, found, from, st.ListUnsubscribe, env.now())
+		err = smtp.WriteMessage(f, found, from, listUnsubscribe, env.now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -113,25 +114,58 @@ type weekView struct {
 	close    func()
 }
 
+// weekViewSettings are the settings a week view reads, parsed.
+type weekViewSettings struct {
+	week         digest.ISOWeek // --week, else the week before now in zone
+	zone         *time.Location
+	typ, version string
+	ledger       ledgerConfig
+	keys         keyConfig
+	unsubscribe  unsubscribeConfig
+}
+
+// previewSettings are the settings of "digest preview", parsed: the
+// week view's and the headers of the --eml message.
+type previewSettings struct {
+	from            digest.Address
+	listUnsubscribe string
+	level           slog.Level
+	view            weekViewSettings
+}
+
+func parsePreview(st *settings, env *Env, week string) (previewSettings, error) {
+	var ps previewSettings
+	var err error
+	if ps.from, err = fromAddress(st); err != nil {
+		return ps, err
+	}
+	ps.listUnsubscribe, ps.level = st.get("DIGEST_LIST_UNSUBSCRIBE"), st.logLevel()
+	ps.view, err = parseWeekView(st, env, week)
+	return ps, err
+}
+
+// parseWeekView reads the settings of a week view and the week it shows:
+// week (--week), else the week before now in DIGEST_TZ.
+func parseWeekView(st *settings, env *Env, week string) (weekViewSettings, error) {
+	vs := weekViewSettings{typ: st.get("DIGEST_TYPE"), version: st.get("DIGEST_VERSION"),
+		ledger: st.ledger(), keys: st.hmacKeys(), unsubscribe: st.unsubscribe()}
+	var err error
+	vs.week, vs.zone, err = weekAndZone(env, st, week)
+	return vs, err
+}
+
 // openWeekView resolves the week the way a run does: at the pinned as_of,
 // zone and key id when a run has pinned it, else at now in DIGEST_TZ.
-func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string, log *slog.Logger) (*weekView, error) {
-	w, err := weekOrPrevious(env, st, week)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := st.location()
-	if err != nil {
-		return nil, err
-	}
-	if snap == "" && st.DatabaseURL == "" {
+func openWeekView(ctx context.Context, env *Env, vs weekViewSettings, snap string, log *slog.Logger) (*weekView, error) {
+	w, loc := vs.week, vs.zone
+	if snap == "" && vs.ledger.DatabaseURL == "" {
 		return nil, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
 	}
-	keys, err := loadKeyring(st, log)
+	keys, err := loadKeyring(vs.keys, vs.ledger, log)
 	if err != nil {
 		return nil, err
 	}
-	unsub, err := loadUnsubscribe(st, keys)
+	unsub, err := loadUnsubscribe(vs.unsubscribe, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -140,12 +174,12 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 		return nil, err
 	}
 	wv := &weekView{
-		spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
+		spec: digest.Spec{Week: w, Location: loc, Type: vs.typ, Version: vs.version},
 		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
 	var store *ledgerDB
-	if st.DatabaseURL != "" || fileExists(st.LedgerPath) {
-		if store, err = openLedger(ctx, env, st, log); err != nil {
+	if vs.ledger.DatabaseURL != "" || fileExists(vs.ledger.LedgerPath) {
+		if store, err = openLedger(ctx, env, vs.ledger, log); err != nil {
 			return nil, err
 		}
 		if err := wv.pinned(ctx, store); err != nil {
@@ -153,7 +187,7 @@ func openWeekView(ctx context.Context, env *Env, st *settings, week, snap string
 			return nil, err
 		}
 	}
-	source, closeSource, err := openSource(ctx, st, snap, store, log)
+	source, closeSource, err := openSource(ctx, vs.ledger, snap, store, log)
 	if err != nil {
 		if store != nil {
 			store.Close()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/weeklydigest/digest/ledger"
@@ -53,7 +54,7 @@ Examples:
 
 func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "prune", pruneHelp)
-	st := register(fs, env, gLedger, gLog, gPush, gRetention)
+	st := register(fs, env, "prune")
 	st.changesLedger()
 	olderThan := fs.String("older-than", "", "age of the receipts to delete, e.g. 90d or 2160h; at least the replay horizon (required)")
 	dry := fs.Bool("dry-run", false, "count, delete nothing, leave no tombstone")
@@ -62,20 +63,17 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	d, err := parseAge(*olderThan)
+	ps, err := parsePrune(st, *olderThan)
 	if err != nil {
 		return err
 	}
-	horizon, err := st.replayHorizon()
-	if err != nil {
-		return err
-	}
+	lc, level, pushgatewayURL, d, horizon := ps.ledger, ps.level, ps.pushgatewayURL, ps.olderThan, ps.horizon
 	if d < horizon {
 		return usagef("--older-than %s is shorter than the replay horizon %s (DIGEST_REPLAY_HORIZON): "+
 			"a week that young may still be run again, and its receipts are what stop a resend; nothing deleted", *olderThan, days(horizon))
 	}
-	log := newLogger(env, st)
-	store, err := openLedger(ctx, env, st, log)
+	log := newLogger(env, level)
+	store, err := openLedger(ctx, env, lc, log)
 	if err != nil {
 		return err
 	}
@@ -113,7 +111,7 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")
 	}
 	if !*dry {
-		recordPrune(ctx, env, st, log, res.Receipts)
+		recordPrune(ctx, env, pushgatewayURL, log, res.Receipts)
 	}
 	return nil
 }
@@ -127,4 +125,24 @@ func parseAge(s string) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, usagef("--older-than %q: want a positive duration such as 90d or 2160h", s)
+}
+
+// pruneSettings are the settings of "digest prune", parsed, with the age
+// --older-than names.
+type pruneSettings struct {
+	olderThan      time.Duration
+	horizon        time.Duration // DIGEST_REPLAY_HORIZON, the least olderThan
+	ledger         ledgerConfig
+	level          slog.Level
+	pushgatewayURL string
+}
+
+func parsePrune(st *settings, olderThan string) (pruneSettings, error) {
+	ps := pruneSettings{ledger: st.ledger(), level: st.logLevel(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
+	var err error
+	if ps.olderThan, err = parseAge(olderThan); err != nil {
+		return ps, err
+	}
+	ps.horizon, err = st.replayHorizon()
+	return ps, err
 }

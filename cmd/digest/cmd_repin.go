@@ -44,7 +44,7 @@ Examples:
 
 func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "repin", repinHelp)
-	st := register(fs, env, gLedger, gDigest, gLog, gPush)
+	st := register(fs, env, "repin")
 	st.changesLedger()
 	week := fs.String("week", "", "ISO week YYYY-Www (required)")
 	reason := fs.String("reason", "", "why (required; kept on the pin)")
@@ -65,25 +65,22 @@ func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	if *by == "" {
 		*by = "operator"
 	}
-	settle, err := st.duration(&st.Settle)
+	rp, err := parseRepin(st)
 	if err != nil {
 		return err
 	}
-	loc, err := st.location()
-	if err != nil {
-		return err
-	}
-	store, err := openLedger(ctx, env, st, newLogger(env, st))
+	settle, loc := rp.settle, rp.zone
+	store, err := openLedger(ctx, env, rp.ledger, newLogger(env, rp.level))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	spec, wp, pinned, err := pinnedSpec(ctx, store, digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version})
+	spec, wp, pinned, err := pinnedSpec(ctx, store, digest.Spec{Week: w, Location: loc, Type: rp.typ, Version: rp.version})
 	if err != nil {
 		return err
 	}
 	if !pinned {
-		return usagef("week %s (%s %s) is not pinned: no run that sends has read it yet; nothing to move", w, st.Type, st.Version)
+		return usagef("week %s (%s %s) is not pinned: no run that sends has read it yet; nothing to move", w, rp.typ, rp.version)
 	}
 	cutoff := run.Cutoff(w, spec.Location, settle)
 	if now := env.now(); now.Before(cutoff) {
@@ -96,7 +93,7 @@ func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	if n := c.ByState[digest.StateClaimed]; n > 0 {
 		return &exitError{code: ExitIncomplete, err: fmt.Errorf("week %s has %d claimed receipts: a run of it is under way (or crashed less than a lease ago) and reads the old cutoff; repin after it ends (digest status --week %s)", w, n, w)}
 	}
-	pin := digest.SnapshotPin{Type: st.Type, Week: w, Version: st.Version}
+	pin := digest.SnapshotPin{Type: rp.typ, Week: w, Version: rp.version}
 	from, err := store.Repin(ctx, pin, cutoff, ledger.Action{By: *by, Reason: *reason})
 	switch {
 	case errors.Is(err, ledger.ErrWrongState):
@@ -106,9 +103,25 @@ func cmdRepin(ctx context.Context, env *Env, args []string) error {
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "repinned %s (%s %s) from %s to %s (its end plus %s)\n", w, st.Type, st.Version,
+	fmt.Fprintf(env.Stdout, "repinned %s (%s %s) from %s to %s (its end plus %s)\n", w, rp.typ, rp.version,
 		from.UTC().Format(time.RFC3339), cutoff.Format(time.RFC3339), settle)
 	fmt.Fprintf(env.Stdout, "next: digest run --week %s sends the customers the early cutoff left out; digests already sent whose content changed are quarantined, never sent again (digest review list --week %s)\n", w, w)
-	pushReviewedWeek(ctx, env, st, store, w)
+	pushReviewedWeek(ctx, env, rp, store, w)
 	return nil
+}
+
+// parseRepin reads repin's settings: the week's (settle and zone refused
+// when they do not parse) and, in the same weekPush, where the moved
+// week's state is pushed.
+func parseRepin(st *settings) (weekPush, error) {
+	wp := weekPush{url: st.get("DIGEST_PUSHGATEWAY_URL"), level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(),
+		typ: st.get("DIGEST_TYPE"), version: st.get("DIGEST_VERSION")}
+	var err error
+	if wp.settle, err = st.duration("DIGEST_SETTLE"); err != nil {
+		return wp, err
+	}
+	if wp.zone, err = st.location(); err != nil {
+		return wp, err
+	}
+	return wp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ Examples:
 
 func cmdReview(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "review", reviewHelp)
-	st := register(fs, env, gLedger, gLog)
+	st := register(fs, env, "review")
 	st.changesLedger()
 	state := fs.String("state", "", "list only this state (default: held and quarantined)")
 	week := fs.String("week", "", "list only this ISO week; release and mark-sent without a KEY: act on every receipt of it")
@@ -107,9 +108,10 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
 	}
 	acts := sub == "release" || sub == "mark-sent" || sub == "acknowledge"
-	st.changes = acts // list and show only read
+	rv := parseReview(st)
+	rv.ledger.changes = acts // list and show only read
 	if acts && len(rest) == 0 && *week != "" {
-		return reviewWeek(ctx, env, st, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent, *acceptDuplicates)
+		return reviewWeek(ctx, env, rv, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent, *acceptDuplicates)
 	}
 	var key digest.Key
 	if sub != "list" {
@@ -130,7 +132,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	if *by == "" {
 		*by = "operator"
 	}
-	store, err := openLedger(ctx, env, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, rv.ledger, newLogger(env, rv.level))
 	if err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	case "show":
 		return reviewShow(ctx, env, store, key)
 	case "release":
-		lookup, err := openLookup(st)
+		lookup, err := rv.lookup, rv.lookupErr
 		if err != nil {
 			return err
 		}
@@ -166,7 +168,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 		} else {
 			fmt.Fprintf(env.Stdout, "released %s: the next run sends it\n", key)
 		}
-		pushReviewedKey(ctx, env, st, store, key)
+		pushReviewedKey(ctx, env, rv.push, store, key)
 		return nil
 	case "mark-sent":
 		if *ref == "" {
@@ -176,14 +178,14 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "marked %s sent as %s\n", key, *ref)
-		pushReviewedKey(ctx, env, st, store, key)
+		pushReviewedKey(ctx, env, rv.push, store, key)
 		return nil
 	case "acknowledge":
 		if err := store.Acknowledge(ctx, key, *unsent, act); err != nil {
 			return reviewErr(key, err)
 		}
 		fmt.Fprintf(env.Stdout, "acknowledged %s: kept as evidence, no longer needs review, never sent again\n", key)
-		pushReviewedKey(ctx, env, st, store, key)
+		pushReviewedKey(ctx, env, rv.push, store, key)
 		return nil
 	}
 	return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
@@ -191,6 +193,24 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 
 // receiptStates are the states a receipt can be in, in the order status
 // prints them.
+// reviewSettings are the settings of "digest review", parsed.
+type reviewSettings struct {
+	ledger    ledgerConfig
+	level     slog.Level
+	lookup    digest.Lookup // DIGEST_LOOKUP_URL; nil: none
+	lookupErr error         // DIGEST_LOOKUP_URL unusable: refused by the actions that ask it
+	push      weekPush
+}
+
+// parseReview reads review's settings. A look-up that does not parse is
+// refused only by the actions that ask it (release, mark-sent --week):
+// list, show and acknowledge work without one.
+func parseReview(st *settings) reviewSettings {
+	rv := reviewSettings{ledger: st.ledger(), level: st.logLevel(), push: st.weekPush()}
+	rv.lookup, rv.lookupErr = openLookup(st)
+	return rv
+}
+
 var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
 
 func joinStates(states []digest.State) string {

@@ -73,11 +73,22 @@ or a week before its cutoff without --early-cutoff),
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
 trace FILE); the final "run finished" line's summary.stages says where each
 pipeline stage spent the run (docs/operations.md, "Where a run waits").
+
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+set, the run sends OpenTelemetry spans over OTLP/HTTP: the run, each pass,
+each claim batch, start chunk and finish batch (a ledger call each), and a
+span per key (its HMAC hex, never an address) for a look-up or a failed
+send. Log lines made under a span carry its trace_id and span_id. These are
+the standard OpenTelemetry variables, not DIGEST_ settings; the SDK's own
+apply too: OTEL_SDK_DISABLED=true (off), OTEL_SERVICE_NAME (default digest),
+OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_EXPORTER_OTLP_HEADERS.
+An unreachable collector never fails the run; its exit waits at most 5s to
+flush the spans (docs/operations.md, "Traces").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "run", runHelp)
-	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog, gPush, gRetention)
+	st := register(fs, env, "run")
 	st.changesLedger()
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	mode := fs.String("mode", "enforce", "enforce (send) or observe (dry run: record observations, send nothing, change no receipt)")
@@ -104,18 +115,18 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	log := newLogger(env, st)
-
-	cfg, err := runConfig(st, env, *week, *mode, *shard, *cohort, *ambiguous)
+	rs, err := parseRun(st, env, *week, *mode, *shard, *cohort, *ambiguous)
 	if err != nil {
 		return err
 	}
+	log := newLogger(env, rs.level)
+	traces, log := startTracing(ctx, env, log)
+	defer traces.flush()
+	cfg := rs.cfg
+	cfg.Tracer = traces.Tracer()
 	noteScheduledWeek(ctx, cfg.Spec.Week)
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
-	if cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {
-		return err
-	}
 	cfg.ResendPrunedWeek = *resendPruned
 	cfg.AllowEmpty = *allowEmpty
 	cfg.EarlyCutoff = *earlyCutoff
@@ -144,23 +155,27 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if *deadline > 0 {
 		cfg.Deadline = env.now().Add(*deadline)
 	}
-	if err := cfg.Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	if *snap == "" && st.DatabaseURL == "" {
-		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
-	}
 	// Every mailer setting given is checked in every mode: a dry run that
 	// passes says the real run's configuration is sound.
 	ms, err := readMailer(env, st, cfg.Concurrency, log)
 	if err != nil {
 		return err
 	}
-	keyring, err := loadKeyring(st, log)
+	cfg.Rate = ms.rate
+	if ms.smtp != nil { // the file outbox has no network to wait for
+		cfg.SendWorstCase = smtp.WorstCase(ms.smtp.Timeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if *snap == "" && rs.ledger.DatabaseURL == "" {
+		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	keyring, err := loadKeyring(rs.keys, rs.ledger, log)
 	if err != nil {
 		return err
 	}
-	unsubscribeURI, err := loadUnsubscribe(st, keyring)
+	unsubscribeURI, err := loadUnsubscribe(rs.unsubscribe, keyring)
 	if err != nil {
 		return err
 	}
@@ -169,13 +184,13 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 
-	store, err := openLedger(ctx, env, st, log)
+	store, err := openLedger(ctx, env, rs.ledger, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	bindLookup(ms.lookup, store)
-	source, closeSource, err := openSource(ctx, st, *snap, store, log)
+	source, closeSource, err := openSource(ctx, rs.ledger, *snap, store, log)
 	if err != nil {
 		return err
 	}
@@ -191,7 +206,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		if durable != nil {
 			return durable
 		}
-		m, lookup, err := openMailer(st, ms)
+		m, lookup, err := openMailer(rs.ledger, ms)
 		if err != nil {
 			return err
 		}
@@ -202,14 +217,14 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 			r.Config.Preflight = func(ctx context.Context) error { return smtp.Check(ctx, *ms.smtp) }
 		}
 	} else {
-		checks, checkErr = checkMailer(ctx, st, ms, log)
+		checks, checkErr = checkMailer(ctx, rs.ledger, ms, log)
 		checks = append(checks, ledgerCheck(durable))
 		if checkErr == nil && durable != nil {
 			checkErr = fmt.Errorf("ledger check failed: %w", durable)
 		}
 	}
 	log.Info("run configured", "week", cfg.Spec.Week.String(), "mode", string(cfg.Mode),
-		"ledger", describeLedger(st), "mailer", ms.String())
+		"ledger", describeLedger(rs.ledger), "mailer", ms.String())
 
 	stopTrace, err := startTrace(*traceFile)
 	if err != nil {
@@ -218,6 +233,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	stopProgress := startProgress(env, r)
 	sum, runErr := r.Run(ctx)
 	stopProgress()
+	log = traces.named(log)
 	if err := stopTrace(); err != nil {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}
@@ -227,10 +243,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
-	recordRun(ctx, env, st, log, store, r, &cfg, sum, err)
+	recordRun(ctx, env, rs.pushgatewayURL, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
-	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
+	pushWeekOf(ctx, env, rs.pushgatewayURL, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
 	return err
 }
 
@@ -255,67 +271,69 @@ func startTrace(path string) (stop func() error, err error) {
 	}, nil
 }
 
-// runConfig turns settings and flags into a run.Config.
-func runConfig(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (run.Config, error) {
-	var cfg run.Config
+// runSettings are the settings of a run, parsed and validated: the
+// run.Config they make (its rate and send worst case are the mailer's,
+// see readMailer) and what the run opens.
+type runSettings struct {
+	cfg            run.Config
+	ledger         ledgerConfig
+	keys           keyConfig
+	unsubscribe    unsubscribeConfig
+	pushgatewayURL string // "": no push
+	level          slog.Level
+}
+
+// parseRun reads the run's settings and its flags that go with them into
+// a run.Config. The mailer's settings are readMailer's.
+func parseRun(st *settings, env *Env, week, mode, shard string, cohort int, ambiguous string) (runSettings, error) {
+	rs := runSettings{level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(), unsubscribe: st.unsubscribe(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
 	loc, err := st.location()
 	if err != nil {
-		return cfg, err
+		return rs, err
 	}
 	w := digest.PreviousWeekOf(env.now(), loc)
 	if week != "" {
 		if w, err = digest.ParseISOWeek(week); err != nil {
-			return cfg, usagef("--week: %v", err)
+			return rs, usagef("--week: %v", err)
 		}
 	}
-	lease, err := st.duration(&st.Lease)
+	lease, err := st.duration("DIGEST_LEASE")
 	if err != nil {
-		return cfg, err
+		return rs, err
 	}
-	settle, err := st.duration(&st.Settle)
+	settle, err := st.duration("DIGEST_SETTLE")
 	if err != nil {
-		return cfg, err
+		return rs, err
 	}
-	conc, err := st.positiveInt(&st.Concurrency, 256)
+	conc, err := st.positiveInt("DIGEST_CONCURRENCY", 256)
 	if err != nil {
-		return cfg, err
-	}
-	rate, err := st.positiveFloat(&st.Rate)
-	if err != nil {
-		return cfg, err
-	}
-	var worst time.Duration // the file outbox has no network to wait for
-	if st.SMTPURL != "" {
-		timeout, err := st.duration(&st.SMTPTimeout)
-		if err != nil {
-			return cfg, err
-		}
-		worst = smtp.WorstCase(timeout)
+		return rs, err
 	}
 	sh, err := parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX"))
 	if err != nil {
-		return cfg, err
+		return rs, err
 	}
-	cfg = run.Config{
-		Spec:          digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		Mode:          run.Mode(mode),
-		Shard:         sh,
-		Ambiguous:     run.AmbiguousPolicy(ambiguous),
-		Lease:         lease,
-		Settle:        settle,
-		SendWorstCase: worst,
-		Rate:          rate,
-		Concurrency:   conc,
-		RunID:         newRunID(),
-		Now:           env.Now, // nil: time.Now
+	rs.cfg = run.Config{
+		Spec:        digest.Spec{Week: w, Location: loc, Type: st.get("DIGEST_TYPE"), Version: st.get("DIGEST_VERSION")},
+		Mode:        run.Mode(mode),
+		Shard:       sh,
+		Ambiguous:   run.AmbiguousPolicy(ambiguous),
+		Lease:       lease,
+		Settle:      settle,
+		Concurrency: conc,
+		RunID:       newRunID(),
+		Now:         env.Now, // nil: time.Now
 	}
 	if cohort >= 0 {
 		if mode != string(run.ModeEnforce) {
-			return cfg, usagef("--cohort goes with --mode enforce (the rest of the customers are observed)")
+			return rs, usagef("--cohort goes with --mode enforce (the rest of the customers are observed)")
 		}
-		cfg.EnforcePercent = &cohort
+		rs.cfg.EnforcePercent = &cohort
 	}
-	return cfg, nil
+	if rs.cfg.ReplayHorizon, err = st.replayHorizon(); err != nil {
+		return rs, err
+	}
+	return rs, nil
 }
 
 // parseShard reads "I/N", or "/N" with I from JOB_COMPLETION_INDEX.
@@ -344,7 +362,7 @@ func parseShard(s, jobIndex string) (digest.Shard, error) {
 
 // openSource returns the JSON Lines file, or the PostgreSQL source (on the
 // ledger's pool when the ledger is PostgreSQL; store may be nil).
-func openSource(ctx context.Context, st *settings, path string, store *ledgerDB, log *slog.Logger) (digest.Source, func(), error) {
+func openSource(ctx context.Context, st ledgerConfig, path string, store *ledgerDB, log *slog.Logger) (digest.Source, func(), error) {
 	if path != "" {
 		f, err := snapshot.OpenFile(path)
 		if err != nil {

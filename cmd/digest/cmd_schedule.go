@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -26,7 +25,7 @@ never starts while the previous one is still going (that tick is skipped and
 logged). SIGTERM stops the schedule: a run under way stops claiming and
 finishes its sends within its grace period. Everything after -- goes to
 each run unchanged; settings given to schedule itself (--tz, --type,
---content-version, --log-level) hold for its runs too.
+--version, --settle, --log-level) hold for its runs too.
 
 A run that leaves its week incomplete (exit 3) or fails (exit 1) is
 retried, for the same week, with exponential backoff from --retry-min,
@@ -51,7 +50,7 @@ run's own exit code is in its log records, never the schedule's.
 
 func cmdSchedule(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "schedule", scheduleHelp)
-	st := register(fs, env, gDigest, gLog, gServe)
+	st := register(fs, env, "schedule")
 	spec := fs.String("cron", "", "cron schedule, e.g. \"0 6 * * MON\" (required)")
 	retryMin := fs.Duration("retry-min", defaultRetryMin, "first wait before retrying a week whose run exited 1 or 3; doubles each retry")
 	retryMax := fs.Duration("retry-max", defaultRetryMax, "longest wait between retries of an incomplete week")
@@ -62,27 +61,24 @@ func cmdSchedule(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q: flags for each run go after --", pos[0])
 	}
-	// The settings given to schedule as flags (--tz, --log-level, ...)
-	// hold for its runs too, as if they were in the environment; the run
-	// flags after -- win over them.
-	runEnv := withFlagSettings(env, fs)
 	if *spec == "" {
 		return usagef("--cron is required, e.g. --cron \"0 6 * * MON\"")
 	}
 	if *retryMin <= 0 || *retryMax < *retryMin {
 		return usagef("--retry-min %s, --retry-max %s: want 0 < min <= max", *retryMin, *retryMax)
 	}
-	loc, err := st.location()
+	ss, err := parseSchedule(st, env)
 	if err != nil {
 		return err
 	}
-	log := newLogger(env, st)
+	loc, runEnv := ss.zone, ss.runEnv
+	log := newLogger(env, ss.level)
 	sched, err := cron.ParseStandard(*spec)
 	if err != nil {
 		return usagef("--cron %q: %v", *spec, err)
 	}
 	health := &scheduleHealth{}
-	ctx, sm, stopMetrics, err := startScheduleMetrics(ctx, st, health, log)
+	ctx, sm, stopMetrics, err := startScheduleMetrics(ctx, ss.metricsAddr, health, log)
 	if err != nil {
 		return err
 	}
@@ -115,17 +111,33 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error("cron: "+msg, append(kv, "err", err)...)
 }
 
+// scheduleSettings are the settings of "digest schedule", parsed.
+type scheduleSettings struct {
+	zone        *time.Location // of the cron schedule and its weeks
+	level       slog.Level
+	metricsAddr string
+	runEnv      *Env // the environment of its runs
+}
+
+// parseSchedule reads schedule's settings. The settings given to schedule
+// as flags (--tz, --log-level, ...) hold for its runs too, as if they were
+// in the environment; the run flags after -- win over them.
+func parseSchedule(st *settings, env *Env) (scheduleSettings, error) {
+	ss := scheduleSettings{runEnv: withFlagSettings(env, st), level: st.logLevel(), metricsAddr: st.get("DIGEST_METRICS_ADDR")}
+	var err error
+	ss.zone, err = st.location()
+	return ss, err
+}
+
 // withFlagSettings returns env with the settings set by flags on fs
 // overriding the environment's variables of the same name.
-func withFlagSettings(env *Env, fs *flag.FlagSet) *Env {
+func withFlagSettings(env *Env, st *settings) *Env {
 	set := map[string]string{}
-	fs.Visit(func(f *flag.Flag) {
-		for _, st := range settingsTable {
-			if st.flag == f.Name {
-				set[st.env] = f.Value.String()
-			}
+	for _, name := range commandSettings[st.command] {
+		if v := st.get(name); st.byFlag(name) {
+			set[name] = v
 		}
-	})
+	}
 	out := *env
 	out.Getenv = func(k string) string {
 		if v, ok := set[k]; ok {

@@ -34,8 +34,7 @@ Examples:
 
 func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "seed", seedHelp)
-	st := register(fs, env)
-	st.flags(fs, &st.DatabaseURL)
+	st := register(fs, env, "seed")
 	n := fs.Int("customers", 0, "number of customers (required)")
 	week := fs.String("week", "", "ISO week of the activity (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
@@ -70,7 +69,7 @@ func cmdSeed(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "wrote %d customers to %s\n", count, *out)
 		return nil
 	}
-	url := st.DatabaseURL
+	url := parseSeed(st)
 	if url == "" {
 		return usagef("set DIGEST_DATABASE_URL (or pass --out FILE.jsonl)")
 	}
@@ -86,3 +85,7 @@ func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "seeded %d customers and %d activity rows for %s\n", c, r, w)
 	return nil
 }
+
+// parseSeed reads seed's one setting: the PostgreSQL database to fill
+// ("": none, a snapshot file only).
+func parseSeed(st *settings) string { return st.get("DIGEST_DATABASE_URL") }

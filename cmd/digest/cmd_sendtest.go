@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/smtp"
@@ -27,7 +28,7 @@ Examples:
 
 func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "send-test", sendTestHelp)
-	st := register(fs, env, gLedger, gSend, gKeys, gDigest, gLog)
+	st := register(fs, env, "send-test")
 	to := fs.String("to", "", "the internal address every test digest goes to (required)")
 	sample := fs.Int("sample", 1, "how many customers' digests to send (1 to 100)")
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
@@ -41,12 +42,11 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	if *sample < 1 || *sample > 100 {
 		return usagef("--sample %d: want 1 to 100", *sample)
 	}
-	log := newLogger(env, st)
-	ms, err := readMailer(env, st, 1, log)
+	log, ms, vs, err := parseSendTest(st, env, *week)
 	if err != nil {
 		return err
 	}
-	wv, err := openWeekView(ctx, env, st, *week, *snap, log)
+	wv, err := openWeekView(ctx, env, vs, *snap, log)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	if len(msgs) == 0 {
 		return usagef("no customer has activity in %s: nothing to send", wv.spec.Week)
 	}
-	m, _, err := openMailer(st, ms)
+	m, _, err := openMailer(vs.ledger, ms)
 	if err != nil {
 		return err
 	}
@@ -80,4 +80,16 @@ func cmdSendTest(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "sent %d test digests of %s to %s\n", len(msgs), wv.spec.Week, *to)
 	return nil
+}
+
+// parseSendTest reads send-test's settings: the log level (its logger is
+// the mailer's), the mailer's (one connection) and the week view's.
+func parseSendTest(st *settings, env *Env, week string) (*slog.Logger, mailerSettings, weekViewSettings, error) {
+	log := newLogger(env, st.logLevel())
+	ms, err := readMailer(env, st, 1, log)
+	if err != nil {
+		return log, ms, weekViewSettings{}, err
+	}
+	vs, err := parseWeekView(st, env, week)
+	return log, ms, vs, err
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/metrics"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/listen"
@@ -66,9 +68,8 @@ Examples:
 
 func cmdServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "serve", serveHelp)
-	st := register(fs, env, gKeys, gLedger, gLog, gListen)
+	st := register(fs, env, "serve")
 	st.changesLedger()
-	st.flags(fs, &st.UnsubscribeURL)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -76,34 +77,13 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	log := newLogger(env, st)
-	if st.UnsubscribeURL == "" {
-		return usagef("DIGEST_UNSUBSCRIBE_URL is not set: digest serve answers the one-click URLs of the digests, https://host/path/{token}")
-	}
-	route, err := listen.ParseRoute(st.UnsubscribeURL)
-	if err != nil {
-		return usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
-	}
-	ring, err := loadUnsubscribeKeys(st)
+	ss, err := parseServe(st)
 	if err != nil {
 		return err
 	}
-	if ring == nil {
-		return usagef("no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS), the keyring the runs make the tokens with")
-	}
-	rate, err := strconv.ParseFloat(st.ServeRate, 64)
-	if err != nil || rate <= 0 {
-		return usagef("DIGEST_SERVE_RATE=%q: want a positive number of requests per second", st.ServeRate)
-	}
-	burst, err := st.positiveInt(&st.ServeBurst, 100_000)
-	if err != nil {
-		return err
-	}
-	softWeeks, err := st.positiveInt(&st.SoftBounceWeeks, 52)
-	if err != nil {
-		return err
-	}
-	keys, err := loadKeyring(st, log)
+	log := newLogger(env, ss.level)
+	route, ring, rate, burst := ss.route, ss.ring, ss.rate, ss.burst
+	keys, err := loadKeyring(ss.keys, ss.ledger, log)
 	if err != nil {
 		return err
 	}
@@ -114,26 +94,26 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openLedger(ctx, env, st, log)
+	store, err := openLedger(ctx, env, ss.ledger, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	providers, err := webhookProviders(st)
+	providers, err := webhookProviders(ss.webhooks, ss.sesTopics)
 	if err != nil {
 		return err
 	}
 	svc, err := listen.New(listen.Config{
 		Ledger: store, Keys: keys, Tokens: tokens, Route: route, Metrics: metrics.NewServe(), Logger: log,
-		Rate: rate, Burst: burst, ClientIPHeader: st.ClientIPHeader,
-		Providers: providers, Events: store, EventPolicy: ledger.EventPolicy{SoftBounceWeeks: softWeeks},
+		Rate: rate, Burst: burst, ClientIPHeader: ss.clientIPHeader,
+		Providers: providers, Events: store, EventPolicy: ledger.EventPolicy{SoftBounceWeeks: ss.softBounceWeeks},
 	})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", st.ListenAddr)
+	ln, err := net.Listen("tcp", ss.listenAddr)
 	if err != nil {
-		return usagef("DIGEST_LISTEN_ADDR=%q: %v", st.ListenAddr, err)
+		return usagef("DIGEST_LISTEN_ADDR=%q: %v", ss.listenAddr, err)
 	}
 	names := make([]string, len(providers))
 	for i, p := range providers {
@@ -143,24 +123,72 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	return listen.Serve(ctx, ln, svc.Handler(), log)
 }
 
+// serveSettings are the settings of "digest serve", parsed.
+type serveSettings struct {
+	route           listen.Route
+	ring            *digest.Keyring // the unsubscribe-token keyring
+	rate            float64         // requests per second per client
+	burst           int
+	softBounceWeeks int
+	listenAddr      string
+	clientIPHeader  string
+	webhooks        webhook.Files
+	sesTopics       []string
+	level           slog.Level
+	ledger          ledgerConfig
+	keys            keyConfig
+}
+
+// parseServe reads serve's settings, refusing a service without an
+// unsubscribe URL and keyring.
+func parseServe(st *settings) (serveSettings, error) {
+	ss := serveSettings{level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(),
+		listenAddr: st.get("DIGEST_LISTEN_ADDR"), clientIPHeader: st.get("DIGEST_CLIENT_IP_HEADER"),
+		webhooks: webhook.Files{
+			PostmarkCredentials: st.get("DIGEST_POSTMARK_WEBHOOK_AUTH_FILE"),
+			SESCertificates:     st.get("DIGEST_SES_CERTIFICATES_FILE"),
+			SendGridPublicKey:   st.get("DIGEST_SENDGRID_WEBHOOK_KEY_FILE"),
+			MailgunSigningKey:   st.get("DIGEST_MAILGUN_WEBHOOK_KEY_FILE"),
+			ResendSecret:        st.get("DIGEST_RESEND_WEBHOOK_SECRET_FILE"),
+		}}
+	for _, t := range strings.Split(st.get("DIGEST_SES_TOPICS"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			ss.sesTopics = append(ss.sesTopics, t)
+		}
+	}
+	uc := st.unsubscribe()
+	if uc.URL == "" {
+		return ss, usagef("DIGEST_UNSUBSCRIBE_URL is not set: digest serve answers the one-click URLs of the digests, https://host/path/{token}")
+	}
+	var err error
+	if ss.route, err = listen.ParseRoute(uc.URL); err != nil {
+		return ss, usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
+	}
+	if ss.ring, err = loadUnsubscribeKeys(uc); err != nil {
+		return ss, err
+	}
+	if ss.ring == nil {
+		return ss, usagef("no unsubscribe keyring: set DIGEST_UNSUBSCRIBE_KEYS_FILE (or DIGEST_UNSUBSCRIBE_KEYS), the keyring the runs make the tokens with")
+	}
+	raw := st.get("DIGEST_SERVE_RATE")
+	if ss.rate, err = strconv.ParseFloat(raw, 64); err != nil || ss.rate <= 0 {
+		return ss, usagef("DIGEST_SERVE_RATE=%q: want a positive number of requests per second", raw)
+	}
+	if ss.burst, err = st.positiveInt("DIGEST_SERVE_BURST", 100_000); err != nil {
+		return ss, err
+	}
+	if ss.softBounceWeeks, err = st.positiveInt("DIGEST_SOFT_BOUNCE_WEEKS", 52); err != nil {
+		return ss, err
+	}
+	return ss, nil
+}
+
 // webhookProviders builds the providers whose key files (or, for SES,
 // topics) are set: each is served at /webhooks/{name}. A key file that is
 // unreadable, empty or malformed is a configuration error, named without
 // its content.
-func webhookProviders(st *settings) ([]webhook.Provider, error) {
-	var topics []string
-	for _, t := range strings.Split(st.SESTopics, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			topics = append(topics, t)
-		}
-	}
-	providers, err := webhook.FromFiles(webhook.Files{
-		PostmarkCredentials: st.PostmarkWebhookAuthFile,
-		SESCertificates:     st.SESCertificatesFile,
-		SendGridPublicKey:   st.SendGridWebhookKeyFile,
-		MailgunSigningKey:   st.MailgunWebhookKeyFile,
-		ResendSecret:        st.ResendWebhookSecretFile,
-	}, webhook.Options{SESTopics: topics, Client: &http.Client{Timeout: 10 * time.Second}})
+func webhookProviders(files webhook.Files, topics []string) ([]webhook.Provider, error) {
+	providers, err := webhook.FromFiles(files, webhook.Options{SESTopics: topics, Client: &http.Client{Timeout: 10 * time.Second}})
 	if err != nil {
 		return nil, usagef("webhooks: %v", err)
 	}

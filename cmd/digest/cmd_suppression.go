@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -51,7 +52,7 @@ Examples:
 
 func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "suppression", suppressionHelp)
-	st := register(fs, env, gKeys, gLedger, gLog)
+	st := register(fs, env, "suppression")
 	st.changesLedger()
 	customer := fs.String("customer", "", "the customer id")
 	address := fs.String("address", "", "the email address")
@@ -70,6 +71,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 	}
 	sub := pos[0]
 	st.changes = sub != "list"
+	lc, hmacKeys, level := parseSuppression(st)
 	set := 0
 	for _, v := range []string{*customer, *address, *customerKey, *addressKey} {
 		if v != "" {
@@ -88,7 +90,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 	)
 	switch {
 	case *customer != "" || *address != "":
-		kr, err := loadKeyring(st, newLogger(env, st))
+		kr, err := loadKeyring(hmacKeys, lc, newLogger(env, level))
 		if err != nil {
 			return err
 		}
@@ -121,7 +123,7 @@ func cmdSuppression(ctx context.Context, env *Env, args []string) error {
 			return usagef("remove needs --reason: the history keeps why")
 		}
 	}
-	store, err := openLedger(ctx, env, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, lc, newLogger(env, level))
 	if err != nil {
 		return err
 	}
@@ -193,4 +195,10 @@ func suppressionHistory(ctx context.Context, env *Env, store ledger.Store, keys 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Action, e.Key, e.Subject, e.Reason, e.Source, e.By, oneLine(e.Note))
 	}
 	return tw.Flush()
+}
+
+// parseSuppression reads suppression's settings: the ledger, the HMAC
+// keyring that makes ids and addresses keys, and the log level.
+func parseSuppression(st *settings) (ledgerConfig, keyConfig, slog.Level) {
+	return st.ledger(), st.hmacKeys(), st.logLevel()
 }

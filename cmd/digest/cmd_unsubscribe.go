@@ -31,7 +31,7 @@ Examples:
 
 func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "unsubscribe-token", unsubscribeHelp)
-	st := register(fs, env, gKeys, gSend, gLog)
+	st := register(fs, env, "unsubscribe-token")
 	verify := fs.String("verify", "", "check TOKEN and print the customer id it names")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -40,7 +40,8 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	if (*verify == "") == (len(pos) != 1) || len(pos) > 1 {
 		return usagef("want one CUSTOMER_ID, or --verify TOKEN")
 	}
-	ring, err := loadUnsubscribeKeys(st)
+	uc, kc, ledgerPath := parseUnsubscribeToken(st)
+	ring, err := loadUnsubscribeKeys(uc)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	// The run's refusal, here too: a token keyring that shares a secret
 	// with the ledger's would let whoever holds one derive the other's
 	// uses.
-	ledgerKeys, err := configuredKeyring(st)
+	ledgerKeys, err := configuredKeyring(kc, ledgerPath)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	}
 	tok := kr.Token(pos[0])
 	fmt.Fprintln(env.Stdout, tok)
-	if raw := st.UnsubscribeURL; raw != "" {
+	if raw := uc.URL; raw != "" {
 		tpl, err := unsubscribe.ParseTemplate(raw)
 		if err != nil {
 			return usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
@@ -84,10 +85,17 @@ func cmdUnsubscribeToken(_ context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// parseUnsubscribeToken reads the settings of "digest unsubscribe-token":
+// the token keyring and template, and the HMAC keyring it must not share
+// a secret with (configured, or the embedded ledger's file).
+func parseUnsubscribeToken(st *settings) (unsubscribeConfig, keyConfig, string) {
+	return st.unsubscribe(), st.hmacKeys(), st.get("DIGEST_LEDGER_PATH")
+}
+
 // loadUnsubscribeKeys reads DIGEST_UNSUBSCRIBE_KEYS or _FILE; nil when
 // neither is set.
-func loadUnsubscribeKeys(st *settings) (*digest.Keyring, error) {
-	inline, file := st.UnsubscribeKeys, st.UnsubscribeKeysFile
+func loadUnsubscribeKeys(uc unsubscribeConfig) (*digest.Keyring, error) {
+	inline, file := uc.Keys, uc.KeysFile
 	switch {
 	case inline != "" && file != "":
 		return nil, usagef("set DIGEST_UNSUBSCRIBE_KEYS or DIGEST_UNSUBSCRIBE_KEYS_FILE, not both")
@@ -110,8 +118,8 @@ func loadUnsubscribeKeys(st *settings) (*digest.Keyring, error) {
 // loadUnsubscribe returns the per-recipient unsubscribe URI of a customer,
 // or nil when DIGEST_UNSUBSCRIBE_URL is unset. A bad template, a missing
 // keyring, or a keyring sharing a secret with the ledger's is a usage error.
-func loadUnsubscribe(st *settings, ledgerKeys *digest.Keyring) (func(customerID string) string, error) {
-	raw := st.UnsubscribeURL
+func loadUnsubscribe(uc unsubscribeConfig, ledgerKeys *digest.Keyring) (func(customerID string) string, error) {
+	raw := uc.URL
 	if raw == "" {
 		return nil, nil
 	}
@@ -119,7 +127,7 @@ func loadUnsubscribe(st *settings, ledgerKeys *digest.Keyring) (func(customerID 
 	if err != nil {
 		return nil, usagef("DIGEST_UNSUBSCRIBE_URL: %v", err)
 	}
-	ring, err := loadUnsubscribeKeys(st)
+	ring, err := loadUnsubscribeKeys(uc)
 	if err != nil {
 		return nil, err
 	}
@@ -143,11 +151,11 @@ var errSharedSecret = usagef("the unsubscribe keyring shares a secret with the H
 // configuredKeyring returns the HMAC keyring the settings name, or the
 // embedded ledger's keyring file when it exists, without creating one (as
 // loadKeyring would); nil when there is none.
-func configuredKeyring(st *settings) (*digest.Keyring, error) {
-	if st.HMACKeys != "" || st.HMACKeysFile != "" {
-		return loadKeyring(st, nil)
+func configuredKeyring(kc keyConfig, ledgerPath string) (*digest.Keyring, error) {
+	if kc.Inline != "" || kc.File != "" {
+		return loadKeyring(kc, ledgerConfig{LedgerPath: ledgerPath}, nil)
 	}
-	kr, err := digest.ReadKeyringFile(st.LedgerPath + ".keys")
+	kr, err := digest.ReadKeyringFile(ledgerPath + ".keys")
 	if err != nil {
 		return nil, nil // none yet, or unreadable: the run will say
 	}

@@ -86,8 +86,7 @@ type verifyJSON struct {
 
 func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "verify", verifyHelp)
-	st := register(fs, env, gLedger, gLog)
-	st.flags(fs, &st.LookupURL, &st.PostmarkTokenFile, &st.OutboxDir, &st.TZ, &st.PushgatewayURL)
+	st := register(fs, env, "verify")
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	sample := fs.Int("sample", 0, "check a uniform random sample of N sent receipts instead of all")
 	rate := fs.Float64("rate", verifyRate, "provider look-ups per second, at most (0: unlimited)")
@@ -96,7 +95,7 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	w, err := weekOrPrevious(env, st, *week)
+	vs, err := parseVerify(st, env, *week)
 	if err != nil {
 		return err
 	}
@@ -110,12 +109,12 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--rate: %v", err)
 	}
-	cfg := verify.Config{Week: w, Sample: *sample, Concurrency: *concurrency, Limiter: limiter, Now: env.Now}
-	if err := verifyProvider(st, &cfg); err != nil {
+	cfg := verify.Config{Week: vs.week, Sample: *sample, Concurrency: *concurrency, Limiter: limiter, Now: env.Now}
+	if err := verifyProvider(vs, &cfg); err != nil {
 		return err
 	}
-	log := newLogger(env, st)
-	store, err := openLedger(ctx, env, st, log)
+	log := newLogger(env, vs.level)
+	store, err := openLedger(ctx, env, vs.ledger, log)
 	if err != nil {
 		return err
 	}
@@ -132,7 +131,7 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	code := verifyExitCode(rep)
-	pushVerify(ctx, env, st, log, rep)
+	pushVerify(ctx, env, vs.pushgatewayURL, log, rep)
 	logVerify(log, rep, code)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -149,19 +148,53 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// verifySettings are the settings of "digest verify", parsed, with the
+// week --week names.
+type verifySettings struct {
+	week           digest.ISOWeek
+	lookup         digest.Lookup // nil: none set
+	lookupURL      string        // DIGEST_LOOKUP_URL
+	smtpURL        string        // DIGEST_SMTP_URL: set, an SMTP relay that cannot be asked
+	outboxDir      string
+	outboxNamed    bool // DIGEST_OUTBOX_DIR set on purpose
+	level          slog.Level
+	ledger         ledgerConfig
+	pushgatewayURL string
+}
+
+// parseVerify reads verify's settings; the zone only when no --week names
+// the week.
+func parseVerify(st *settings, env *Env, week string) (verifySettings, error) {
+	vs := verifySettings{lookupURL: st.get("DIGEST_LOOKUP_URL"), smtpURL: st.get("DIGEST_SMTP_URL"),
+		outboxDir: st.get("DIGEST_OUTBOX_DIR"), outboxNamed: st.explicit("DIGEST_OUTBOX_DIR"),
+		level: st.logLevel(), ledger: st.ledger(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
+	var loc *time.Location
+	if week == "" {
+		var err error
+		if loc, err = st.location(); err != nil {
+			return vs, err
+		}
+	}
+	w, err := weekOrPrevious(env, loc, week)
+	if err != nil {
+		return vs, err
+	}
+	vs.week = w
+	if vs.lookup, err = openLookup(st); err != nil {
+		return vs, err
+	}
+	return vs, nil
+}
+
 // verifyProvider sets cfg's provider from the settings: the look-up URL,
 // else the file outbox (named on purpose with a PostgreSQL ledger).
-func verifyProvider(st *settings, cfg *verify.Config) error {
-	l, err := openLookup(st)
-	if err != nil {
-		return err
-	}
-	if l != nil {
+func verifyProvider(vs verifySettings, cfg *verify.Config) error {
+	if l := vs.lookup; l != nil {
 		counter, ok := l.(verify.Counter)
 		if !ok {
 			return usagef("DIGEST_LOOKUP_URL: this look-up cannot count messages")
 		}
-		cfg.Provider, cfg.Name = counter, redactURL(st.LookupURL)
+		cfg.Provider, cfg.Name = counter, redactURL(vs.lookupURL)
 		cfg.Lister, _ = l.(verify.Lister)
 		// Each Mailpit search reply lists every tag of the mailbox: a
 		// search per key would cost the square of the week.
@@ -169,20 +202,20 @@ func verifyProvider(st *settings, cfg *verify.Config) error {
 		return nil
 	}
 	switch {
-	case st.SMTPURL != "":
+	case vs.smtpURL != "":
 		return usagef("no provider to ask: DIGEST_SMTP_URL is set and an SMTP relay cannot be asked what it accepted; set DIGEST_LOOKUP_URL (mailpit+http://... or postmark+https://...)")
-	case st.DatabaseURL != "" && !st.explicit(&st.OutboxDir):
+	case vs.ledger.DatabaseURL != "" && !vs.outboxNamed:
 		return usagef("no provider to ask: set DIGEST_LOOKUP_URL, or name the outbox directory the run wrote (DIGEST_OUTBOX_DIR or --outbox-dir)")
 	}
-	if fi, err := os.Stat(st.OutboxDir); err != nil || !fi.IsDir() {
-		return usagef("DIGEST_OUTBOX_DIR=%q: not a directory; name the outbox the run wrote", st.OutboxDir)
+	if fi, err := os.Stat(vs.outboxDir); err != nil || !fi.IsDir() {
+		return usagef("DIGEST_OUTBOX_DIR=%q: not a directory; name the outbox the run wrote", vs.outboxDir)
 	}
-	ob, err := fileoutbox.New(fileoutbox.Config{Dir: st.OutboxDir, From: digest.Address{Email: "verify@localhost"}})
+	ob, err := fileoutbox.New(fileoutbox.Config{Dir: vs.outboxDir, From: digest.Address{Email: "verify@localhost"}})
 	if err != nil {
 		return usagef("%v", err)
 	}
 	// Local files: the pace of an API is not theirs.
-	cfg.Provider, cfg.Lister, cfg.Name, cfg.Limiter = ob, ob, "outbox "+st.OutboxDir, nil
+	cfg.Provider, cfg.Lister, cfg.Name, cfg.Limiter = ob, ob, "outbox "+vs.outboxDir, nil
 	return nil
 }
 
@@ -201,14 +234,14 @@ func verifyExitCode(rep *verify.Report) int {
 
 // pushVerify pushes the verification's metrics when DIGEST_PUSHGATEWAY_URL
 // is set; a failed push is logged and changes no exit code.
-func pushVerify(ctx context.Context, env *Env, st *settings, log *slog.Logger, rep *verify.Report) {
-	if st.PushgatewayURL == "" {
+func pushVerify(ctx context.Context, env *Env, url string, log *slog.Logger, rep *verify.Report) {
+	if url == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
 	m := metrics.Verification{Week: rep.Week, Checked: rep.Checked, Mismatches: rep.Mismatches(), Finished: env.now()}
-	if err := metrics.PushVerify(ctx, st.PushgatewayURL, nil, m); err != nil {
+	if err := metrics.PushVerify(ctx, url, nil, m); err != nil {
 		log.Error("metrics: push failed", "err", err)
 	}
 }

@@ -23,8 +23,7 @@ Examples:
 
 func cmdWeek(_ context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "week", weekHelp)
-	st := register(fs, env)
-	st.flags(fs, &st.TZ)
+	st := register(fs, env, "week")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -32,7 +31,7 @@ func cmdWeek(_ context.Context, env *Env, args []string) error {
 	if len(pos) > 1 {
 		return usagef("want at most one DATE, got %d arguments", len(pos))
 	}
-	loc, err := st.location()
+	loc, err := parseWeek(st)
 	if err != nil {
 		return err
 	}
@@ -47,3 +46,6 @@ func cmdWeek(_ context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "%s %s %s\n", w, w.Start(loc).Format(time.RFC3339), w.End(loc).Format(time.RFC3339))
 	return nil
 }
+
+// parseWeek reads week's one setting: the zone of the weeks.
+func parseWeek(st *settings) (*time.Location, error) { return st.location() }

@@ -17,8 +17,8 @@ import (
 // local keyring file beside the ledger is created once (with a warning);
 // with a PostgreSQL ledger it is a configuration error, since a key made up
 // on one pod would not match another's.
-func loadKeyring(st *settings, log *slog.Logger) (*digest.Keyring, error) {
-	inline, file := st.HMACKeys, st.HMACKeysFile
+func loadKeyring(kc keyConfig, lc ledgerConfig, log *slog.Logger) (*digest.Keyring, error) {
+	inline, file := kc.Inline, kc.File
 	switch {
 	case inline != "" && file != "":
 		return nil, usagef("set DIGEST_HMAC_KEYS or DIGEST_HMAC_KEYS_FILE, not both")
@@ -34,10 +34,10 @@ func loadKeyring(st *settings, log *slog.Logger) (*digest.Keyring, error) {
 			return nil, usagef("DIGEST_HMAC_KEYS_FILE: %v", err)
 		}
 		return kr, nil
-	case st.DatabaseURL != "":
+	case lc.DatabaseURL != "":
 		return nil, usagef("no HMAC keyring: set DIGEST_HMAC_KEYS_FILE (or DIGEST_HMAC_KEYS) to kid:base64secret; make a secret with: head -c 32 /dev/urandom | base64")
 	}
-	return localKeyring(st.LedgerPath+".keys", log)
+	return localKeyring(lc.LedgerPath+".keys", log)
 }
 
 // localKeyring reads, or creates once, the embedded default's keyring file.

@@ -2,16 +2,11 @@ package main
 
 import (
 	"log/slog"
-	"strings"
 )
 
 // newLogger logs JSON lines to stderr, or readable text when stderr is a
-// terminal. The level comes from DIGEST_LOG_LEVEL.
-func newLogger(env *Env, st *settings) *slog.Logger {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(strings.ToUpper(st.LogLevel))); err != nil {
-		level = slog.LevelInfo
-	}
+// terminal, at level (DIGEST_LOG_LEVEL).
+func newLogger(env *Env, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationString}
 	if isTerminal(env.Stderr) {
 		return slog.New(slog.NewTextHandler(env.Stderr, opts))

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"log/slog"
 	"strings"
 	"testing"
@@ -18,8 +17,7 @@ func TestLoggerPrintsDurationsAsStrings(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	env := &Env{Getenv: func(string) string { return "" }, Stderr: &buf}
-	st := register(flag.NewFlagSet("t", flag.ContinueOnError), env, gLog)
-	newLogger(env, st).Info("x", "wait", 1500*time.Millisecond, slog.Group("summary", slog.Duration("duration", 2*time.Minute)))
+	newLogger(env, slog.LevelInfo).Info("x", "wait", 1500*time.Millisecond, slog.Group("summary", slog.Duration("duration", 2*time.Minute)))
 	var line struct {
 		Wait    any            `json:"wait"`
 		Summary map[string]any `json:"summary"`

@@ -29,9 +29,9 @@ func main() {
 // gcPercent is the garbage collector's target when GOGC is unset: the heap
 // may grow to three times what is live between collections, not two. A
 // run's live heap is flat (about 14 MiB, whatever the week's size), so this
-// buys 5-8% less CPU per digest for about 8 MiB more peak RSS (48 MiB at a
-// million customers; docs/scaling.md). GOGC, and GOMEMLIMIT, still rule
-// when set.
+// buys 5-8% less CPU per digest for about 8 MiB more peak RSS (about 53
+// MiB at a million customers; docs/benchmarks.md). GOGC, and GOMEMLIMIT,
+// still rule when set.
 const gcPercent = 200
 
 // defaultGC sets the collector's target to gcPercent unless GOGC is set.

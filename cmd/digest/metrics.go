@@ -31,9 +31,8 @@ func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Con
 // recordRun records a finished run (normal end, deadline or SIGTERM) in
 // the schedule's registry, or pushes it to DIGEST_PUSHGATEWAY_URL when set.
 // A metrics failure is logged and never changes the run's exit code.
-func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
+func recordRun(ctx context.Context, env *Env, url string, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
 	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
-	url := st.PushgatewayURL
 	if !scheduled && url == "" {
 		return
 	}
@@ -60,8 +59,7 @@ func recordRun(ctx context.Context, env *Env, st *settings, log *slog.Logger, st
 }
 
 // recordPrune pushes a prune's count to DIGEST_PUSHGATEWAY_URL when set.
-func recordPrune(ctx context.Context, env *Env, st *settings, log *slog.Logger, pruned int64) {
-	url := st.PushgatewayURL
+func recordPrune(ctx context.Context, env *Env, url string, log *slog.Logger, pruned int64) {
 	if url == "" {
 		return
 	}
@@ -140,10 +138,10 @@ func newScheduleRegistry() *metrics.Registry { return metrics.New().WithRuntime(
 // startScheduleMetrics serves a new registry and health on
 // DIGEST_METRICS_ADDR and returns a context that makes the runs started
 // with it record there, and the schedule's own metrics.
-func startScheduleMetrics(ctx context.Context, st *settings, health *scheduleHealth, log *slog.Logger) (context.Context, *metrics.Schedule, func(), error) {
+func startScheduleMetrics(ctx context.Context, addr string, health *scheduleHealth, log *slog.Logger) (context.Context, *metrics.Schedule, func(), error) {
 	reg := newScheduleRegistry()
 	sm := reg.WithSchedule()
-	_, stop, err := serveMetrics(ctx, st.MetricsAddr, reg, health, log)
+	_, stop, err := serveMetrics(ctx, addr, reg, health, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -35,7 +35,11 @@ func TestReplayHorizonSetting(t *testing.T) {
 			return ""
 		}, Stdout: io.Discard, Stderr: io.Discard}
 		fs := flag.NewFlagSet("x", flag.ContinueOnError)
-		got, err := register(fs, env, gRetention).replayHorizon()
+		st := register(fs, env, "prune")
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.replayHorizon()
 		switch {
 		case c.want == 0 && (err == nil || !isUsage(err) || !strings.Contains(err.Error(), "DIGEST_REPLAY_HORIZON")):
 			t.Errorf("%q: %v, %v; want a usage error naming DIGEST_REPLAY_HORIZON", c.in, got, err)

@@ -13,7 +13,7 @@ import (
 
 // reviewWeek runs a bulk action on one week's receipts: release --state,
 // acknowledge --state, or mark-sent --from-provider.
-func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, reason, by, ref string, fromProvider, unsent, acceptDuplicates bool) error {
+func reviewWeek(ctx context.Context, env *Env, rv reviewSettings, sub, week, state, reason, by, ref string, fromProvider, unsent, acceptDuplicates bool) error {
 	w, err := digest.ParseISOWeek(week)
 	if err != nil {
 		return usagef("--week: %v", err)
@@ -32,7 +32,7 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 			return usagef("%s --week needs --state held or --state quarantined: say which receipts of the week to %s", sub, sub)
 		}
 		if sub == "release" {
-			if lookup, err = openLookup(st); err != nil {
+			if lookup, err = rv.lookup, rv.lookupErr; err != nil {
 				return err
 			}
 		}
@@ -40,20 +40,20 @@ func reviewWeek(ctx context.Context, env *Env, st *settings, sub, week, state, r
 		if !fromProvider || ref != "" {
 			return usagef("mark-sent --week needs --from-provider (and no --ref): each receipt is marked with the reference the provider gives")
 		}
-		if lookup, err = openLookup(st); err != nil {
+		if lookup, err = rv.lookup, rv.lookupErr; err != nil {
 			return err
 		}
 		if lookup == nil {
 			return usagef("mark-sent --from-provider needs DIGEST_LOOKUP_URL: the provider to ask")
 		}
 	}
-	store, err := openLedger(ctx, env, st, newLogger(env, st))
+	store, err := openLedger(ctx, env, rv.ledger, newLogger(env, rv.level))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	bindLookup(lookup, store)
-	defer pushReviewedWeek(ctx, env, st, store, w) // the week's state after the change
+	defer pushReviewedWeek(ctx, env, rv.push, store, w) // the week's state after the change
 	if sub == "acknowledge" {
 		res, err := ledger.AcknowledgeWeek(ctx, store, w, digest.State(state), unsent, act)
 		if err != nil {

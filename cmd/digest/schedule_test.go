@@ -94,7 +94,7 @@ func TestScheduleRetriesAnIncompleteWeekUntilItCompletes(t *testing.T) {
 	clk.now.Store(time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC).UnixNano()) // Monday of 2026-W49
 	var logs bytes.Buffer
 	env := &Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &logs, Now: clk.Now}
-	log := newLogger(env, &settings{config: config{LogLevel: "info"}})
+	log := newLogger(env, slog.LevelInfo)
 
 	reg := metrics.New()
 	sm := reg.WithSchedule()

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,94 +13,118 @@ import (
 // setting is one configuration value: an environment variable and the flag
 // that overrides it.
 type setting struct {
-	env   string
-	flag  string // "" when there is deliberately no flag (secrets)
-	def   string
-	help  string
-	group string
-	field func(*config) *string // where the value lives in config
+	env  string
+	flag string // "": deliberately no flag, a secret (the help says "env only")
+	def  string
+	help string
 }
-
-// config holds every setting's value as given (environment, then flag,
-// else the default), one field per row of settingsTable: commands read
-// st.DatabaseURL, not a look-up by name, so a misspelt setting does not
-// compile. Values are parsed where they are used (st.duration(&st.Lease),
-// st.location()), so each command refuses exactly what it reads.
-type config struct {
-	DatabaseURL, LedgerPath                                 string
-	SMTPURL, SMTPPasswordFile, OutboxDir                    string
-	LookupURL, PostmarkToken, PostmarkTokenFile             string
-	HMACKeys, HMACKeysFile                                  string
-	From, ListUnsubscribe                                   string
-	UnsubscribeURL, UnsubscribeKeys, UnsubscribeKeysFile    string
-	Rate, Burst, Concurrency, SMTPTimeout, Lease            string
-	ReplayHorizon, TZ, Type, Version, Settle                string
-	LogLevel, PushgatewayURL, MetricsAddr                   string
-	ListenAddr, ServeRate, ServeBurst, ClientIPHeader       string
-	EventsLag, SoftBounceWeeks                              string
-	PostmarkWebhookAuthFile, SESTopics, SESCertificatesFile string
-	SendGridWebhookKeyFile, MailgunWebhookKeyFile           string
-	ResendWebhookSecretFile                                 string
-}
-
-// The groups say which commands register a setting's flag.
-const (
-	gLedger = "ledger"
-	gSend   = "send"
-	gKeys   = "keys"
-	gDigest = "digest"
-	gLog    = "log"
-	gPush   = "push"   // run and prune push their metrics
-	gServe  = "serve"  // schedule serves its metrics
-	gListen = "listen" // the HTTP service of "digest serve"
-	// gRetention: run (duplicate ages), status (repeats) and prune (its
-	// floor) read the replay horizon.
-	gRetention = "retention"
-)
 
 var settingsTable = []setting{
-	{"DIGEST_DATABASE_URL", "database-url", "", "PostgreSQL URL of the ledger (and of the source tables); unset: embedded SQLite ledger", gLedger, func(c *config) *string { return &c.DatabaseURL }},
-	{"DIGEST_LEDGER_PATH", "ledger-path", "./digest.db", "SQLite ledger file, when DIGEST_DATABASE_URL is unset", gLedger, func(c *config) *string { return &c.LedgerPath }},
-	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)", gSend, func(c *config) *string { return &c.SMTPURL }},
-	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)", gSend, func(c *config) *string { return &c.SMTPPasswordFile }},
-	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose", gSend, func(c *config) *string { return &c.OutboxDir }},
-	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025, postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE) or events:PROVIDER (the provider's webhook events in the ledger, recorded by \"digest serve\"); the outbox looks itself up", gSend, func(c *config) *string { return &c.LookupURL }},
-	{"DIGEST_EVENTS_LAG", "events-lag", "30h", "with DIGEST_LOOKUP_URL=events:PROVIDER: how far behind the newest event of the provider its events are taken to be complete (webhook retries arrive late); a send counts as not found only once the newest event is this long past it", gSend, func(c *config) *string { return &c.EventsLag }},
-	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only)", gSend, func(c *config) *string { return &c.PostmarkToken }},
-	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up", gSend, func(c *config) *string { return &c.PostmarkTokenFile }},
-	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: never on a command line)", gKeys, func(c *config) *string { return &c.HMACKeys }},
-	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)", gKeys, func(c *config) *string { return &c.HMACKeysFile }},
-	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests", gSend, func(c *config) *string { return &c.From }},
-	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>", gSend, func(c *config) *string { return &c.ListUnsubscribe }},
-	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE", gSend, func(c *config) *string { return &c.UnsubscribeURL }},
-	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only)", gKeys, func(c *config) *string { return &c.UnsubscribeKeys }},
-	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format", gKeys, func(c *config) *string { return &c.UnsubscribeKeysFile }},
-	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process", gSend, func(c *config) *string { return &c.Rate }},
-	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once", gSend, func(c *config) *string { return &c.Burst }},
-	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)", gSend, func(c *config) *string { return &c.Concurrency }},
-	{"DIGEST_SMTP_TIMEOUT", "smtp-timeout", "8s", "bound on an SMTP dial and, separately, on one message's exchange: a send may take twice it, and the lease must be at least four times it", gSend, func(c *config) *string { return &c.SMTPTimeout }},
-	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)", gSend, func(c *config) *string { return &c.Lease }},
-	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d", gRetention, func(c *config) *string { return &c.ReplayHorizon }},
-	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run", gDigest, func(c *config) *string { return &c.TZ }},
-	{"DIGEST_SETTLE", "settle", "4h", "how long after a week's end (in DIGEST_TZ) its cutoff lies: activity recorded up to then is in the week's digests (rows are recorded after they occur: settlements, nightly imports). A run that sends refuses a week before it unless --early-cutoff; keep it below the schedule's offset from the week's end (the CronJob runs Monday 06:00)", gDigest, func(c *config) *string { return &c.Settle }},
-	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)", gDigest, func(c *config) *string { return &c.Type }},
-	{"DIGEST_VERSION", "content-version", "v1", "content version (part of the business key): bump it to send a week again with new content", gDigest, func(c *config) *string { return &c.Version }},
-	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", gLog, func(c *config) *string { return &c.LogLevel }},
-	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run, prune and verify metrics and the week's state (job digest_week) to at the end, e.g. http://pushgateway:9091; unset: no push", gPush, func(c *config) *string { return &c.PushgatewayURL }},
-	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz", gServe, func(c *config) *string { return &c.MetricsAddr }},
-	{"DIGEST_LISTEN_ADDR", "listen-addr", ":8080", "address where \"digest serve\" listens: one-click unsubscribe, /healthz, /readyz, /metrics", gListen, func(c *config) *string { return &c.ListenAddr }},
-	{"DIGEST_SERVE_RATE", "serve-rate", "5", "unsubscribe requests per second one client may make to \"digest serve\" (429 past it)", gListen, func(c *config) *string { return &c.ServeRate }},
-	{"DIGEST_SERVE_BURST", "serve-burst", "20", "unsubscribe requests one client may make to \"digest serve\" at once", gListen, func(c *config) *string { return &c.ServeBurst }},
-	{"DIGEST_SOFT_BOUNCE_WEEKS", "soft-bounce-weeks", "3", "\"digest serve\" suppresses an address that soft-bounced in this many consecutive ISO weeks (UTC)", gListen, func(c *config) *string { return &c.SoftBounceWeeks }},
-	{"DIGEST_POSTMARK_WEBHOOK_AUTH_FILE", "postmark-webhook-auth-file", "", "file holding user:password, the HTTP Basic credentials of the Postmark webhook URL: \"digest serve\" takes POST /webhooks/postmark", gListen, func(c *config) *string { return &c.PostmarkWebhookAuthFile }},
-	{"DIGEST_SES_TOPICS", "ses-topics", "", "SNS topic ARNs, comma separated, whose SES events \"digest serve\" takes at POST /webhooks/ses (it confirms their subscriptions)", gListen, func(c *config) *string { return &c.SESTopics }},
-	{"DIGEST_SES_CERTIFICATES_FILE", "ses-certificates-file", "", "file of PEM SNS signing certificates to trust instead of fetching them from the SNS host", gListen, func(c *config) *string { return &c.SESCertificatesFile }},
-	{"DIGEST_SENDGRID_WEBHOOK_KEY_FILE", "sendgrid-webhook-key-file", "", "file holding the SendGrid Signed Event Webhook verification key (base64): POST /webhooks/sendgrid", gListen, func(c *config) *string { return &c.SendGridWebhookKeyFile }},
-	{"DIGEST_MAILGUN_WEBHOOK_KEY_FILE", "mailgun-webhook-key-file", "", "file holding the Mailgun HTTP webhook signing key: POST /webhooks/mailgun", gListen, func(c *config) *string { return &c.MailgunWebhookKeyFile }},
-	{"DIGEST_RESEND_WEBHOOK_SECRET_FILE", "resend-webhook-secret-file", "", "file holding the Resend (Svix) webhook signing secret, whsec_...: POST /webhooks/resend", gListen, func(c *config) *string { return &c.ResendWebhookSecretFile }},
-	{"DIGEST_CLIENT_IP_HEADER", "client-ip-header", "", "header naming the client for \"digest serve\"'s rate limit behind a proxy (X-Forwarded-For: its last entry; X-Real-IP); unset: the peer address", gListen, func(c *config) *string { return &c.ClientIPHeader }},
+	{"DIGEST_DATABASE_URL", "database-url", "", "PostgreSQL URL of the ledger (and of the source tables); unset: embedded SQLite ledger"},
+	{"DIGEST_LEDGER_PATH", "ledger-path", "./digest.db", "SQLite ledger file, when DIGEST_DATABASE_URL is unset"},
+	{"DIGEST_SMTP_URL", "smtp-url", "", "smtp://[user@]host[:port]?tls=mandatory|opportunistic|none|implicit&auth=plain|login|cram-md5|xoauth2; unset: file outbox (with a PostgreSQL ledger only if DIGEST_OUTBOX_DIR is set)"},
+	{"DIGEST_SMTP_PASSWORD_FILE", "smtp-password-file", "", "file holding the SMTP password (instead of a password in the URL)"},
+	{"DIGEST_OUTBOX_DIR", "outbox-dir", "./outbox", "directory of the file outbox, when DIGEST_SMTP_URL is unset; with a PostgreSQL ledger it must be set on purpose"},
+	{"DIGEST_LOOKUP_URL", "lookup-url", "", "provider look-up for maybe-sent digests: mailpit+http://host:8025, postmark+https://api.postmarkapp.com (token in DIGEST_POSTMARK_TOKEN_FILE) or events:PROVIDER (the provider's webhook events in the ledger, recorded by \"digest serve\"); the outbox looks itself up"},
+	{"DIGEST_EVENTS_LAG", "events-lag", "30h", "with DIGEST_LOOKUP_URL=events:PROVIDER: how far behind the newest event of the provider its events are taken to be complete (webhook retries arrive late); a send counts as not found only once the newest event is this long past it"},
+	{"DIGEST_POSTMARK_TOKEN", "", "", "Postmark server token for the look-up (env only: a secret never goes on a command line; better DIGEST_POSTMARK_TOKEN_FILE)"},
+	{"DIGEST_POSTMARK_TOKEN_FILE", "postmark-token-file", "", "file holding the Postmark server token for the look-up"},
+	{"DIGEST_HMAC_KEYS", "", "", "HMAC keyring kid:base64secret[,kid:base64secret...], current first (env only: a secret never goes on a command line; better DIGEST_HMAC_KEYS_FILE)"},
+	{"DIGEST_HMAC_KEYS_FILE", "hmac-keys-file", "", "file holding the HMAC keyring, same format (e.g. a mounted Secret)"},
+	{"DIGEST_FROM", "from", "Account digest <digest@localhost>", "From address of the digests"},
+	{"DIGEST_LIST_UNSUBSCRIBE", "list-unsubscribe", "", "a fixed List-Unsubscribe entry for every message (after the recipient's own DIGEST_UNSUBSCRIBE_URL), e.g. <mailto:unsubscribe@example.com>"},
+	{"DIGEST_UNSUBSCRIBE_URL", "unsubscribe-url", "", "per-recipient one-click unsubscribe URL (RFC 8058), https://host/path/{token} or mailto:...{token}; needs DIGEST_UNSUBSCRIBE_KEYS_FILE"},
+	{"DIGEST_UNSUBSCRIBE_KEYS", "", "", "unsubscribe-token keyring kid:base64secret[,...], current first: its own secrets, never the HMAC keys (env only: a secret never goes on a command line; better DIGEST_UNSUBSCRIBE_KEYS_FILE)"},
+	{"DIGEST_UNSUBSCRIBE_KEYS_FILE", "unsubscribe-keys-file", "", "file holding the unsubscribe-token keyring, same format"},
+	{"DIGEST_RATE", "rate", "50", "messages per second, for the whole process"},
+	{"DIGEST_BURST", "burst", "10", "messages the rate limiter lets through at once"},
+	{"DIGEST_CONCURRENCY", "concurrency", "4", "parallel sends (and SMTP connections)"},
+	{"DIGEST_SMTP_TIMEOUT", "smtp-timeout", "8s", "bound on an SMTP dial and, separately, on one message's exchange: a send may take twice it, and the lease must be at least four times it"},
+	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)"},
+	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d"},
+	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run"},
+	{"DIGEST_SETTLE", "settle", "4h", "how long after a week's end (in DIGEST_TZ) its cutoff lies: activity recorded up to then is in the week's digests (rows are recorded after they occur: settlements, nightly imports). A run that sends refuses a week before it unless --early-cutoff; keep it below the schedule's offset from the week's end (the CronJob runs Monday 06:00)"},
+	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)"},
+	{"DIGEST_VERSION", "version", "v1", "content version (part of the business key): bump it to send a week again with new content (--content-version: its old, deprecated name)"},
+	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error"},
+	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run, prune and verify metrics and the week's state (job digest_week) to at the end, e.g. http://pushgateway:9091; unset: no push"},
+	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz"},
+	{"DIGEST_LISTEN_ADDR", "listen-addr", ":8080", "address where \"digest serve\" listens: one-click unsubscribe, /healthz, /readyz, /metrics"},
+	{"DIGEST_SERVE_RATE", "serve-rate", "5", "unsubscribe requests per second one client may make to \"digest serve\" (429 past it)"},
+	{"DIGEST_SERVE_BURST", "serve-burst", "20", "unsubscribe requests one client may make to \"digest serve\" at once"},
+	{"DIGEST_SOFT_BOUNCE_WEEKS", "soft-bounce-weeks", "3", "\"digest serve\" suppresses an address that soft-bounced in this many consecutive ISO weeks (UTC)"},
+	{"DIGEST_POSTMARK_WEBHOOK_AUTH_FILE", "postmark-webhook-auth-file", "", "file holding user:password, the HTTP Basic credentials of the Postmark webhook URL: \"digest serve\" takes POST /webhooks/postmark"},
+	{"DIGEST_SES_TOPICS", "ses-topics", "", "SNS topic ARNs, comma separated, whose SES events \"digest serve\" takes at POST /webhooks/ses (it confirms their subscriptions)"},
+	{"DIGEST_SES_CERTIFICATES_FILE", "ses-certificates-file", "", "file of PEM SNS signing certificates to trust instead of fetching them from the SNS host"},
+	{"DIGEST_SENDGRID_WEBHOOK_KEY_FILE", "sendgrid-webhook-key-file", "", "file holding the SendGrid Signed Event Webhook verification key (base64): POST /webhooks/sendgrid"},
+	{"DIGEST_MAILGUN_WEBHOOK_KEY_FILE", "mailgun-webhook-key-file", "", "file holding the Mailgun HTTP webhook signing key: POST /webhooks/mailgun"},
+	{"DIGEST_RESEND_WEBHOOK_SECRET_FILE", "resend-webhook-secret-file", "", "file holding the Resend (Svix) webhook signing secret, whsec_...: POST /webhooks/resend"},
+	{"DIGEST_CLIENT_IP_HEADER", "client-ip-header", "", "header naming the client for \"digest serve\"'s rate limit behind a proxy (X-Forwarded-For: its last entry; X-Real-IP); unset: the peer address"},
 }
 
+// commandSettings declares the settings each command reads: its --help
+// lists their flags and no other, and its parse step may read these only
+// (settings.get refuses any other). TestCommandSettingsAreWhatParseReads
+// keeps the declaration equal to what each parse step reads.
+var commandSettings = map[string][]string{
+	"run": join(ledgerSettings, hmacSettings, unsubscribeSettings, mailerSettingNames, weekSettings,
+		[]string{"DIGEST_LEASE", "DIGEST_CONCURRENCY", "DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"migrate": join(ledgerSettings, []string{"DIGEST_LOG_LEVEL"}),
+	"status":  join(ledgerSettings, hmacSettings, weekSettings, []string{"DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"verify": join(ledgerSettings, lookupSettings, []string{"DIGEST_OUTBOX_DIR", "DIGEST_SMTP_URL", "DIGEST_TZ",
+		"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"review":      join(ledgerSettings, hmacSettings, lookupSettings, weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"repin":       join(ledgerSettings, hmacSettings, weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"suppression": join(ledgerSettings, hmacSettings, []string{"DIGEST_LOG_LEVEL"}),
+	"events":      join(ledgerSettings, []string{"DIGEST_EVENTS_LAG", "DIGEST_LOG_LEVEL"}),
+	"prune":       join(ledgerSettings, []string{"DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	// schedule hands its settings flags to its runs as the environment
+	// (withFlagSettings), the week's settings included.
+	"schedule": join(weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_METRICS_ADDR"}),
+	"serve": join(ledgerSettings, hmacSettings, unsubscribeSettings, []string{"DIGEST_LOG_LEVEL",
+		"DIGEST_LISTEN_ADDR", "DIGEST_SERVE_RATE", "DIGEST_SERVE_BURST", "DIGEST_CLIENT_IP_HEADER", "DIGEST_SOFT_BOUNCE_WEEKS",
+		"DIGEST_POSTMARK_WEBHOOK_AUTH_FILE", "DIGEST_SES_TOPICS", "DIGEST_SES_CERTIFICATES_FILE",
+		"DIGEST_SENDGRID_WEBHOOK_KEY_FILE", "DIGEST_MAILGUN_WEBHOOK_KEY_FILE", "DIGEST_RESEND_WEBHOOK_SECRET_FILE"}),
+	"preview": join(ledgerSettings, hmacSettings, unsubscribeSettings, []string{"DIGEST_TZ", "DIGEST_TYPE", "DIGEST_VERSION",
+		"DIGEST_FROM", "DIGEST_LIST_UNSUBSCRIBE", "DIGEST_LOG_LEVEL"}),
+	"send-test": join(ledgerSettings, hmacSettings, unsubscribeSettings, mailerSettingNames,
+		[]string{"DIGEST_TZ", "DIGEST_TYPE", "DIGEST_VERSION", "DIGEST_LOG_LEVEL"}),
+	"seed":              {"DIGEST_DATABASE_URL"},
+	"week":              {"DIGEST_TZ"},
+	"key":               join(ledgerSettings, hmacSettings, []string{"DIGEST_TYPE", "DIGEST_VERSION", "DIGEST_LOG_LEVEL"}),
+	"unsubscribe-token": join(hmacSettings, unsubscribeSettings, []string{"DIGEST_LEDGER_PATH"}),
+	"version":           nil,
+}
+
+// Settings that go together, for commandSettings.
+var (
+	ledgerSettings      = []string{"DIGEST_DATABASE_URL", "DIGEST_LEDGER_PATH"}
+	hmacSettings        = []string{"DIGEST_HMAC_KEYS", "DIGEST_HMAC_KEYS_FILE"}
+	unsubscribeSettings = []string{"DIGEST_UNSUBSCRIBE_URL", "DIGEST_UNSUBSCRIBE_KEYS", "DIGEST_UNSUBSCRIBE_KEYS_FILE"}
+	weekSettings        = []string{"DIGEST_TZ", "DIGEST_SETTLE", "DIGEST_TYPE", "DIGEST_VERSION"}
+	lookupSettings      = []string{"DIGEST_LOOKUP_URL", "DIGEST_EVENTS_LAG", "DIGEST_POSTMARK_TOKEN", "DIGEST_POSTMARK_TOKEN_FILE"}
+	// mailerSettingNames: what readMailer reads.
+	mailerSettingNames = join(lookupSettings, []string{"DIGEST_FROM", "DIGEST_LIST_UNSUBSCRIBE", "DIGEST_RATE", "DIGEST_BURST",
+		"DIGEST_SMTP_URL", "DIGEST_SMTP_PASSWORD_FILE", "DIGEST_SMTP_TIMEOUT", "DIGEST_OUTBOX_DIR"})
+)
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, v := range l {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// deprecatedFlags are old names of setting flags, still accepted: new
+// name by old.
+var deprecatedFlags = map[string]string{"content-version": "version"}
+
+// envHelp is the table of settings of "digest --help".
 func envHelp() string {
 	var b strings.Builder
 	for _, s := range settingsTable {
@@ -115,10 +141,13 @@ func envHelp() string {
 	return b.String()
 }
 
-// settings holds the resolved values, read after fs.Parse.
+// settings holds one command's raw settings (environment, then flag, else
+// the default), by variable name, for the command's parse step.
 type settings struct {
-	config
-	fromEnv map[string]bool // by variable name: set in the environment, not defaulted
+	command string
+	values  map[string]*string // the declared settings only
+	fromEnv map[string]bool    // set in the environment, not defaulted
+	read    map[string]bool    // what the parse step read (for tests)
 	fs      *flag.FlagSet
 
 	// changes: the command sends or changes receipts or suppressions, so
@@ -137,79 +166,85 @@ func (s *settings) changesLedger() {
 	s.allowNewer = s.fs.Bool("allow-newer-schema", false, "use a ledger schema with migrations this binary does not know (a newer binary migrated it) anyway; default: refuse, exit 2: deploy the newer binary, or roll the schema back with its \"digest migrate --down-to\"")
 }
 
-// register adds the flags of the given groups to fs, defaulting to the
-// environment. Values are read after fs.Parse.
-func register(fs *flag.FlagSet, env *Env, groups ...string) *settings {
-	s := &settings{fromEnv: map[string]bool{}, fs: fs}
+// register adds the flags of command's settings (commandSettings) to fs,
+// defaulting to the environment. Values are read after fs.Parse.
+func register(fs *flag.FlagSet, env *Env, command string) *settings {
+	declared, ok := commandSettings[command]
+	if !ok {
+		panic("settings: no commandSettings entry for " + command)
+	}
+	s := &settings{command: command, values: map[string]*string{}, fromEnv: map[string]bool{}, read: map[string]bool{}, fs: fs}
 	for _, st := range settingsTable {
+		if !slices.Contains(declared, st.env) {
+			continue
+		}
 		v := env.Getenv(st.env)
 		s.fromEnv[st.env] = v != ""
 		if v == "" {
 			v = st.def
 		}
-		p := st.field(&s.config)
-		*p = v
-		if st.flag == "" || !hasGroup(groups, st.group) {
+		s.values[st.env] = &v
+		if st.flag == "" {
 			continue
 		}
-		s.addFlag(fs, st)
+		sv := &settingValue{p: &v, kind: settingKind(st)}
+		fs.Var(sv, st.flag, st.help+" [$"+st.env+"]")
+		for old, name := range deprecatedFlags {
+			if name == st.flag {
+				fs.Var(sv, old, "deprecated: the old name of --"+st.flag+" [$"+st.env+"]")
+			}
+		}
 	}
 	return s
 }
 
-func (s *settings) addFlag(fs *flag.FlagSet, st setting) {
-	fs.Var(&settingValue{p: st.field(&s.config), kind: settingKind(st)}, st.flag, st.help+" [$"+st.env+"]")
-}
-
-// flags adds the flags of the given fields only, for commands that use a
-// few settings of a group and must not list the others.
-func (s *settings) flags(fs *flag.FlagSet, fields ...*string) {
-	for _, p := range fields {
-		if st := s.setting(p); st.flag != "" {
-			s.addFlag(fs, st)
-		}
+// get returns the value of the setting env. It panics when the command
+// does not declare it (the declaration is what its --help lists), and
+// when the flags are not parsed yet: the value would ignore its flag.
+func (s *settings) get(env string) string {
+	if !s.fs.Parsed() {
+		panic(fmt.Sprintf("settings: digest %s reads %s before parsing its flags", s.command, env))
 	}
+	p, ok := s.values[env]
+	if !ok {
+		panic(fmt.Sprintf("settings: digest %s reads %s, which commandSettings does not declare for it", s.command, env))
+	}
+	s.read[env] = true
+	return *p
 }
 
-// setting returns the row of settingsTable whose value p points to; p is
-// always a field of s.config (TestEveryConfigFieldIsASetting).
-func (s *settings) setting(p *string) setting {
+// row returns the row of settingsTable named env.
+func row(env string) setting {
 	for _, st := range settingsTable {
-		if st.field(&s.config) == p {
+		if st.env == env {
 			return st
 		}
 	}
-	panic("settings: not a field of config")
+	panic("settings: no setting " + env)
 }
 
-func hasGroup(groups []string, g string) bool {
-	for _, x := range groups {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}
-
-// explicit reports whether the setting p points to was set on purpose: in
-// the environment or by its flag (read after fs.Parse), not left to its
-// default.
-func (s *settings) explicit(p *string) bool {
-	st := s.setting(p)
-	if s.fromEnv[st.env] {
-		return true
-	}
+// byFlag reports whether the setting env was set by its flag (or its
+// deprecated name), read after fs.Parse.
+func (s *settings) byFlag(env string) bool {
 	set := false
 	s.fs.Visit(func(f *flag.Flag) {
-		if f.Name == st.flag {
+		if f.Name == row(env).flag || deprecatedFlags[f.Name] == row(env).flag {
 			set = true
 		}
 	})
 	return set
 }
 
-func (s *settings) duration(p *string) (time.Duration, error) {
-	env, v := s.setting(p).env, *p
+// explicit reports whether the setting env was set on purpose: in the
+// environment or by its flag (read after fs.Parse), not left to its
+// default.
+func (s *settings) explicit(env string) bool {
+	s.get(env)
+	return s.fromEnv[env] || s.byFlag(env)
+}
+
+func (s *settings) duration(env string) (time.Duration, error) {
+	v := s.get(env)
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return 0, usagef("%s=%q: want a positive duration such as 30s, 10m or 2h", env, v)
@@ -217,8 +252,8 @@ func (s *settings) duration(p *string) (time.Duration, error) {
 	return d, nil
 }
 
-func (s *settings) positiveInt(p *string, max int) (int, error) {
-	env, v := s.setting(p).env, *p
+func (s *settings) positiveInt(env string, max int) (int, error) {
+	v := s.get(env)
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > max {
 		return 0, usagef("%s=%q: want a whole number from 1 to %d", env, v, max)
@@ -226,8 +261,8 @@ func (s *settings) positiveInt(p *string, max int) (int, error) {
 	return n, nil
 }
 
-func (s *settings) positiveFloat(p *string) (float64, error) {
-	env, v := s.setting(p).env, *p
+func (s *settings) positiveFloat(env string) (float64, error) {
+	v := s.get(env)
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f <= 0 || f > 1e6 {
 		return 0, usagef("%s=%q: want a positive number of messages per second", env, v)
@@ -236,7 +271,7 @@ func (s *settings) positiveFloat(p *string) (float64, error) {
 }
 
 func (s *settings) location() (*time.Location, error) {
-	v := s.TZ
+	v := s.get("DIGEST_TZ")
 	if v == "Local" {
 		// The pod's zone is an accident of its image: another pod would
 		// compute other week bounds, and so other fingerprints.
@@ -249,6 +284,47 @@ func (s *settings) location() (*time.Location, error) {
 	return loc, nil
 }
 
+// logLevel reads DIGEST_LOG_LEVEL; a level it does not know is info.
+func (s *settings) logLevel() slog.Level { return parseLogLevel(s.get("DIGEST_LOG_LEVEL")) }
+
+func parseLogLevel(v string) slog.Level {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
+		level = slog.LevelInfo
+	}
+	return level
+}
+
+// ledger reads where the ledger is.
+func (s *settings) ledger() ledgerConfig {
+	return ledgerConfig{DatabaseURL: s.get("DIGEST_DATABASE_URL"), LedgerPath: s.get("DIGEST_LEDGER_PATH"), changes: s.changes, allowNewer: s.allowNewer}
+}
+
+// hmacKeys reads where the HMAC keyring is.
+func (s *settings) hmacKeys() keyConfig {
+	return keyConfig{Inline: s.get("DIGEST_HMAC_KEYS"), File: s.get("DIGEST_HMAC_KEYS_FILE")}
+}
+
+// unsubscribe reads the one-click unsubscribe settings.
+func (s *settings) unsubscribe() unsubscribeConfig {
+	return unsubscribeConfig{URL: s.get("DIGEST_UNSUBSCRIBE_URL"), Keys: s.get("DIGEST_UNSUBSCRIBE_KEYS"), KeysFile: s.get("DIGEST_UNSUBSCRIBE_KEYS_FILE")}
+}
+
+// ledgerConfig says where the ledger is and how the command may use it.
+type ledgerConfig struct {
+	DatabaseURL string // "": the embedded SQLite ledger at LedgerPath
+	LedgerPath  string
+	changes     bool  // see settings.changes
+	allowNewer  *bool // --allow-newer-schema
+}
+
+// keyConfig says where the HMAC keyring is: DIGEST_HMAC_KEYS or _FILE.
+type keyConfig struct{ Inline, File string }
+
+// unsubscribeConfig holds DIGEST_UNSUBSCRIBE_URL and its keyring's
+// sources, DIGEST_UNSUBSCRIBE_KEYS or _FILE.
+type unsubscribeConfig struct{ URL, Keys, KeysFile string }
+
 // minReplayHorizon is the least DIGEST_REPLAY_HORIZON: two weeks, so that
 // a week's receipts outlive its scheduled run, that run's retries and a
 // backfill the week after, whatever prune is told.
@@ -256,7 +332,7 @@ const minReplayHorizon = 14 * 24 * time.Hour
 
 // replayHorizon reads DIGEST_REPLAY_HORIZON (Go units or whole days).
 func (s *settings) replayHorizon() (time.Duration, error) {
-	v := s.ReplayHorizon
+	v := s.get("DIGEST_REPLAY_HORIZON")
 	d, ok := parseDays(v)
 	if !ok {
 		return 0, usagef("DIGEST_REPLAY_HORIZON=%q: want a duration such as 90d or 2160h", v)

@@ -100,57 +100,9 @@ const (
 	verdictPartial   = weekstatus.VerdictPartial
 )
 
-// Where status counted the customers from (its JSON's counted_from).
-const (
-	countedFromLedger = "ledger"
-	countedFromSource = "source"
-)
-
-// weekStatus is what status reports; its JSON field names are stable.
-type weekStatus struct {
-	Week           string           `json:"week"`
-	Type           string           `json:"type"`
-	Version        string           `json:"version"`
-	Pinned         bool             `json:"pinned"`
-	AsOf           *time.Time       `json:"as_of"`
-	Zone           string           `json:"zone"`
-	Shard          string           `json:"shard"`
-	Expected       *int64           `json:"expected"`
-	NotBuilt       int64            `json:"not_built"`
-	Receipts       map[string]int64 `json:"receipts"`
-	Settled        int64            `json:"settled"`
-	NeedsReview    int64            `json:"needs_review"`
-	Remaining      *int64           `json:"remaining"`
-	Coverage       *float64         `json:"coverage"`
-	Pruned         bool             `json:"pruned"`
-	PrunedReceipts int64            `json:"pruned_receipts"`
-	LastRun        *ledger.RunEnd   `json:"last_run"`
-	// Added by issue 19: the cutoff and every customer's outcome.
-	WeekEnd           time.Time         `json:"week_end"`
-	Cutoff            time.Time         `json:"cutoff"`
-	PartialCutoff     bool              `json:"partial_cutoff"`
-	EarlyPin          bool              `json:"early_pin"`
-	RepinnedFrom      *time.Time        `json:"repinned_from"`
-	ExcludedRows      *int64            `json:"excluded_rows"`
-	ExcludedCustomers *int64            `json:"excluded_customers"`
-	Customers         weekstatus.Counts `json:"customers"`
-	Undecided         int64             `json:"undecided"`
-	NextCommand       string            `json:"next_command"`
-	Verdict           string            `json:"verdict"`
-	ExitCode          int               `json:"exit_code"`
-	// CountedFrom says where the customers' outcomes came from: the
-	// ledger (the runs' recorded reads against the ledger's counts) or
-	// the source (every customer read and matched to its receipt);
-	// SourceReason says why the source was read.
-	CountedFrom  string `json:"counted_from"`
-	SourceReason string `json:"source_reason,omitempty"`
-
-	cutoffOpen bool // the partial or early cutoff left activity out, or may yet
-}
-
 func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "status", statusHelp)
-	st := register(fs, env, gLedger, gKeys, gDigest, gLog, gRetention, gPush)
+	st := register(fs, env, "status")
 	week := fs.String("week", "", "ISO week YYYY-Www (default: the week before now in DIGEST_TZ)")
 	snap := fs.String("snapshot", "", "JSON Lines snapshot file (default: the PostgreSQL source relations)")
 	shard := fs.String("shard", "", "I/N: only the digests of shard I of N; /N takes I from $JOB_COMPLETION_INDEX")
@@ -160,55 +112,36 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
-	w, err := weekOrPrevious(env, st, *week)
+	ss, err := parseStatus(st, env, *week, *shard, *snap)
 	if err != nil {
 		return err
 	}
-	loc, err := st.location()
-	if err != nil {
-		return err
-	}
-	sh, err := parseShard(*shard, env.Getenv("JOB_COMPLETION_INDEX"))
-	if err != nil {
-		return err
-	}
-	horizon, err := st.replayHorizon()
-	if err != nil {
-		return err
-	}
-	if *snap == "" && st.DatabaseURL == "" {
-		return usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
-	}
-	settle, err := st.duration(&st.Settle)
-	if err != nil {
-		return err
-	}
-	log := newLogger(env, st)
-	store, err := openLedger(ctx, env, st, log)
+	w := ss.spec.Week
+	log := newLogger(env, ss.level)
+	store, err := openLedger(ctx, env, ss.ledger, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	keys, err := loadKeyring(st, log) // customers are matched to receipts by key
+	keys, err := loadKeyring(ss.keys, ss.ledger, log) // customers are matched to receipts by key
 	if err != nil {
 		return err
 	}
-	source, closeSource, err := openSource(ctx, st, *snap, store, log)
+	source, closeSource, err := openSource(ctx, ss.ledger, *snap, store, log)
 	if err != nil {
 		return err
 	}
 	defer closeSource()
 
-	q := statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		settle: settle, shard: sh, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
+	q := statusQuery{spec: ss.spec, settle: ss.settle, shard: ss.shard, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
 	ws, c, stones, err := computeStatus(ctx, store, source, q)
 	if err != nil {
 		return err
 	}
-	pushWeekState(ctx, env, st, log, ws)
+	pushWeekState(ctx, env, ss.pushgatewayURL, log, ws)
 	var rep ledger.RepeatReport
 	if !*asJSON {
-		if rep, err = store.Repeats(ctx, w, horizon); err != nil {
+		if rep, err = store.Repeats(ctx, w, ss.horizon); err != nil {
 			return err
 		}
 	}
@@ -221,11 +154,48 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	} else if err := printStatus(env, w, ws, c, rep, stones); err != nil {
 		return err
 	}
-	return ws.exit()
+	return statusExit(ws)
+}
+
+// statusSettings are the settings of "digest status", parsed, with the
+// flags that name the week and shard.
+type statusSettings struct {
+	spec           digest.Spec // week, zone, type, version
+	shard          digest.Shard
+	settle         time.Duration
+	horizon        time.Duration
+	level          slog.Level
+	ledger         ledgerConfig
+	keys           keyConfig
+	pushgatewayURL string
+}
+
+// parseStatus reads status's settings and its --week, --shard and
+// --snapshot, and refuses a status with no source.
+func parseStatus(st *settings, env *Env, week, shard, snap string) (statusSettings, error) {
+	ss := statusSettings{level: st.logLevel(), ledger: st.ledger(), keys: st.hmacKeys(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
+	ss.spec.Type, ss.spec.Version = st.get("DIGEST_TYPE"), st.get("DIGEST_VERSION")
+	var err error
+	if ss.spec.Week, ss.spec.Location, err = weekAndZone(env, st, week); err != nil {
+		return ss, err
+	}
+	if ss.shard, err = parseShard(shard, env.Getenv("JOB_COMPLETION_INDEX")); err != nil {
+		return ss, err
+	}
+	if ss.horizon, err = st.replayHorizon(); err != nil {
+		return ss, err
+	}
+	if snap == "" && ss.ledger.DatabaseURL == "" {
+		return ss, usagef("no source: pass --snapshot FILE.jsonl, or set DIGEST_DATABASE_URL to read digest_customers and digest_activity")
+	}
+	if ss.settle, err = st.duration("DIGEST_SETTLE"); err != nil {
+		return ss, err
+	}
+	return ss, nil
 }
 
 // lastRun adds how the last run of pin ended.
-func (ws *weekStatus) lastRun(ctx context.Context, store ledger.Store, pin digest.SnapshotPin) error {
+func lastRun(ctx context.Context, ws *weekstatus.Report, store ledger.Store, pin digest.SnapshotPin) error {
 	e, ok, err := store.LastRun(ctx, pin)
 	if err != nil || !ok {
 		return err
@@ -234,52 +204,27 @@ func (ws *weekStatus) lastRun(ctx context.Context, store ledger.Store, pin diges
 	return nil
 }
 
-// pruned marks the week pruned when a tombstone of its type and version
-// (or of every type) is among stones.
-func (ws *weekStatus) pruned(stones []digest.PruneTombstone) {
-	for _, t := range stones {
-		if t.Pin.Week.String() == ws.Week && (t.Pin.Type == "" || (t.Pin.Type == ws.Type && t.Pin.Version == ws.Version)) {
-			ws.Pruned, ws.PrunedReceipts = true, t.ReceiptsPruned
-			return
-		}
-	}
-}
-
-// settle derives settled, review, remaining, coverage, the next command
-// and the verdict from the receipts c and the customers' outcomes.
-func (ws *weekStatus) settle(c ledger.Counts) {
-	for _, s := range receiptStates {
-		ws.Receipts[string(s)] = c.ByState[s]
-	}
-	cu := ws.Customers
-	ws.Settled = cu[weekstatus.Sent] + cu[weekstatus.Failed] + cu[weekstatus.Acknowledged] + cu[weekstatus.Pruned]
-	ws.NeedsReview = c.NeedsReview()
-	ws.Undecided = cu.Undecided()
-	if ws.Expected != nil {
-		rem := ws.Undecided
-		ws.Remaining = &rem
-		cov := 1.0
-		if *ws.Expected > 0 {
-			cov = float64(ws.Settled) / float64(*ws.Expected)
-		}
-		ws.Coverage = &cov
-	}
-	ws.Verdict = weekstatus.Week{Pinned: ws.Pinned, ReceiptsNeedReview: ws.NeedsReview, Customers: cu, CutoffOpen: ws.cutoffOpen}.Verdict()
-	switch ws.Verdict {
-	case verdictReview:
-		ws.ExitCode, ws.NextCommand = ExitReview, "digest review list --week "+ws.Week
+// statusExitCode is the exit code of status for a verdict: 0 complete,
+// 4 review, 3 otherwise.
+func statusExitCode(verdict string) int {
+	switch verdict {
 	case verdictComplete:
-		ws.ExitCode = ExitOK
-	case verdictPartial:
-		ws.ExitCode, ws.NextCommand = ExitIncomplete, fmt.Sprintf("digest repin --week %s --reason ... (after %s)", ws.Week, ws.Cutoff.UTC().Format(time.RFC3339))
-	default:
-		ws.ExitCode, ws.NextCommand = ExitIncomplete, "digest run --week "+ws.Week
+		return ExitOK
+	case verdictReview:
+		return ExitReview
 	}
+	return ExitIncomplete
 }
 
-// exit returns the error that makes status exit with ws.ExitCode, its
-// message on stderr.
-func (ws *weekStatus) exit() error {
+// settleStatus settles ws on the week's receipts c and sets its exit code.
+func settleStatus(ws *weekstatus.Report, c ledger.Counts) {
+	ws.Settle(c, receiptStates)
+	ws.ExitCode = statusExitCode(ws.Verdict)
+}
+
+// statusExit returns the error that makes status exit with ws.ExitCode,
+// its message on stderr.
+func statusExit(ws *weekstatus.Report) error {
 	cu := ws.Customers
 	switch ws.Verdict {
 	case verdictReview:
@@ -311,7 +256,7 @@ func countOrDash(n *int64) string {
 // printStatus prints the table: the lines status always printed (week,
 // the states, total, oldest ages, needs review, observations, pruned),
 // then what answers "is this week done?", then the pruned weeks.
-func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, rep ledger.RepeatReport, stones []digest.PruneTombstone) error {
+func printStatus(env *Env, w digest.ISOWeek, ws *weekstatus.Report, c ledger.Counts, rep ledger.RepeatReport, stones []digest.PruneTombstone) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "week\t%s\n", ws.Week)
 	var total int64
@@ -375,7 +320,7 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekStatus, c ledger.Counts, re
 	} else {
 		fmt.Fprintf(tw, "last run\t-\n")
 	}
-	if ws.CountedFrom == countedFromSource {
+	if ws.CountedFrom == weekstatus.CountedFromSource {
 		fmt.Fprintf(tw, "counted from\tsource (%s)\n", ws.SourceReason)
 	} else {
 		fmt.Fprintf(tw, "counted from\tledger (the runs' recorded reads of the source)\n")

@@ -20,16 +20,16 @@ import (
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 // BenchmarkStatus times "digest status" on a PostgreSQL week of N
 // customers (DIGEST_STATUS_BENCH_N, default 2,000) whose digests were all
 // sent, as eight shard runs leave it: counted from the ledger (the runs'
 // recorded reads against the receipts by state) and with --customers
-// (every customer read from the source and matched to its receipt, the
-// only way before), for the whole week and for one shard of 8; each
+// (every customer read from the source and matched to its receipt), for the whole week and for one shard of 8; each
 // timed once, in-process (no process start), with the receipts' pages
-// as a run leaves them and again after VACUUM. docs/scaling.md has the
+// as a run leaves them and again after VACUUM. docs/benchmarks.md has the
 // command and the figures:
 //
 //	DIGEST_STATUS_BENCH_N=1000000 go test -run '^$' -bench BenchmarkStatus -benchtime 1x -timeout 2h ./cmd/digest/
@@ -144,12 +144,12 @@ func BenchmarkStatus(b *testing.B) {
 		from string
 	}
 	modes := []mode{
-		{"week", nil, countedFromLedger},
-		{"shard", []string{"--shard", "3/8"}, countedFromLedger},
+		{"week", nil, weekstatus.CountedFromLedger},
+		{"shard", []string{"--shard", "3/8"}, weekstatus.CountedFromLedger},
 	}
 	if os.Getenv("DIGEST_STATUS_BENCH_FULL") != "0" {
-		modes = append(modes, mode{"week-customers", []string{"--customers"}, countedFromSource},
-			mode{"shard-customers", []string{"--shard", "3/8", "--customers"}, countedFromSource})
+		modes = append(modes, mode{"week-customers", []string{"--customers"}, weekstatus.CountedFromSource},
+			mode{"shard-customers", []string{"--shard", "3/8", "--customers"}, weekstatus.CountedFromSource})
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -163,7 +163,7 @@ func BenchmarkStatus(b *testing.B) {
 			}
 			fmt.Fprintf(os.Stderr, "counts plan (vacuumed %v):\n%s", vacuumed, explain(b, pool, countsSQL))
 			for _, m := range modes {
-				if vacuumed && m.from == countedFromSource {
+				if vacuumed && m.from == weekstatus.CountedFromSource {
 					continue // the source read dominates: once is enough
 				}
 				d, st := digestCmd(append([]string{"status", "--week", "2026-W48", "--json"}, m.args...)...)

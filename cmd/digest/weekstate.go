@@ -32,9 +32,9 @@ type statusQuery struct {
 // unpinned, as of its cutoff or now if earlier), the week's receipts and
 // observed keys, and matches each customer's digest to its receipt by key
 // (one map entry per receipt).
-func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekStatus, ledger.Counts, []digest.PruneTombstone, error) {
+func computeStatus(ctx context.Context, store ledger.Store, source digest.Source, q statusQuery) (*weekstatus.Report, ledger.Counts, []digest.PruneTombstone, error) {
 	w := q.spec.Week
-	ws := &weekStatus{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
+	ws := &weekstatus.Report{Week: w.String(), Type: q.spec.Type, Version: q.spec.Version, Shard: q.shard.String(), Receipts: map[string]int64{}}
 	spec, pin, pinned, err := pinnedSpec(ctx, store, q.spec)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
@@ -60,12 +60,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	ws.pruned(stones)
+	ws.MarkPruned(stones)
 	c, err := store.Counts(ctx, w)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	if err := ws.lastRun(ctx, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
+	if err := lastRun(ctx, ws, store, digest.SnapshotPin{Type: q.spec.Type, Week: w, Version: q.spec.Version}); err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
 	why := "--customers: every customer read from the source"
@@ -87,7 +87,7 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 			var ft fastTally
 			ft, why = fastCount(fastInput{pin: pin, zone: spec.Location.String(), shard: q.shard, sendEmpty: q.sendEmpty, ex: ex, counts: c})
 			if why == "" {
-				ws.CountedFrom = countedFromLedger
+				ws.CountedFrom = weekstatus.CountedFromLedger
 				ws.Customers = weekstatus.Counts{}
 				for _, o := range weekstatus.Outcomes {
 					ws.Customers[o] = ft.customers[o]
@@ -96,12 +96,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 				if !q.shard.All() {
 					c.ByState = ft.receiptStates
 				}
-				ws.settle(c)
+				settleStatus(ws, c)
 				return ws, c, stones, nil
 			}
 		}
 	}
-	ws.CountedFrom, ws.SourceReason = countedFromSource, why
+	ws.CountedFrom, ws.SourceReason = weekstatus.CountedFromSource, why
 	receipts, err := weekReceipts(ctx, store, w)
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
@@ -126,12 +126,12 @@ func computeStatus(ctx context.Context, store ledger.Store, source digest.Source
 	}
 	if ws.PartialCutoff || ws.EarlyPin {
 		ws.ExcludedRows, ws.ExcludedCustomers = &tl.ExcludedRows, &tl.ExcludedCustomers
-		ws.cutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
+		ws.CutoffOpen = tl.ExcludedRows > 0 || q.now.Before(ws.Cutoff)
 	}
 	if !q.shard.All() {
 		c.ByState = tl.ReceiptStates // the shard's digests', matched by key
 	}
-	ws.settle(c)
+	settleStatus(ws, c)
 	return ws, c, stones, nil
 }
 
@@ -157,19 +157,19 @@ func weekReceipts(ctx context.Context, store ledger.Store, w digest.ISOWeek) (ma
 // pushWeekState pushes ws as the week's state (metrics.PushWeekState) when
 // DIGEST_PUSHGATEWAY_URL is set. A failure is logged; it never changes the
 // command's exit code.
-func pushWeekState(ctx context.Context, env *Env, st *settings, log *slog.Logger, ws *weekStatus) {
-	if st.PushgatewayURL == "" || ws.Shard != "all" {
+func pushWeekState(ctx context.Context, env *Env, url string, log *slog.Logger, ws *weekstatus.Report) {
+	if url == "" || ws.Shard != "all" {
 		return // a shard's status is not the week's
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	if err := metrics.PushWeekState(ctx, st.PushgatewayURL, nil, weekStateOf(ws, env.now())); err != nil {
+	if err := metrics.PushWeekState(ctx, url, nil, weekStateOf(ws, env.now())); err != nil {
 		log.Error("metrics: week state push failed", "week", ws.Week, "err", err)
 	}
 }
 
 // weekStateOf is ws as the week-state metric carries it.
-func weekStateOf(ws *weekStatus, at time.Time) metrics.WeekState {
+func weekStateOf(ws *weekstatus.Report, at time.Time) metrics.WeekState {
 	customers := map[string]int64{}
 	for o, n := range ws.Customers {
 		customers[string(o)] = n
@@ -185,9 +185,9 @@ func weekStateOf(ws *weekStatus, at time.Time) metrics.WeekState {
 // "digest schedule" serves its metrics instead of pushing: its runs put
 // the week's state among the metrics it serves (labelled by week), so
 // that the alerts on digest_week_* see its weeks as they see pushed ones.
-func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, store ledger.Store, source digest.Source, q statusQuery) {
+func pushWeekOf(ctx context.Context, env *Env, url string, log *slog.Logger, store ledger.Store, source digest.Source, q statusQuery) {
 	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
-	if !scheduled && st.PushgatewayURL == "" {
+	if !scheduled && url == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
@@ -202,7 +202,7 @@ func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, s
 		reg.ObserveWeekState(weekStateOf(ws, env.now()))
 		return
 	}
-	pushWeekState(ctx, env, st, log, ws)
+	pushWeekState(ctx, env, url, log, ws)
 }
 
 // pushReviewedWeek pushes the state of week w after a review command
@@ -212,53 +212,78 @@ func pushWeekOf(ctx context.Context, env *Env, st *settings, log *slog.Logger, s
 // than a state that could not say whether the week is complete; the log
 // says to run "digest status --snapshot FILE" with
 // DIGEST_PUSHGATEWAY_URL instead.
-func pushReviewedWeek(ctx context.Context, env *Env, st *settings, store *ledgerDB, w digest.ISOWeek) {
-	if st.PushgatewayURL == "" {
+func pushReviewedWeek(ctx context.Context, env *Env, wp weekPush, store *ledgerDB, w digest.ISOWeek) {
+	if wp.url == "" {
 		return
 	}
-	log := newLogger(env, st)
-	if st.DatabaseURL == "" {
+	log := newLogger(env, wp.level)
+	if wp.ledger.DatabaseURL == "" {
 		log.Warn("metrics: week state not pushed: no source to count the week's customers; push it with: digest status --week "+w.String()+" --snapshot FILE", "week", w.String())
 		return
 	}
 	fail := func(err error) { log.Error("metrics: week state not pushed", "week", w.String(), "err", err) }
-	loc, err := st.location()
+	if wp.err != nil {
+		fail(wp.err)
+		return
+	}
+	keys, err := loadKeyring(wp.keys, wp.ledger, log)
 	if err != nil {
 		fail(err)
 		return
 	}
-	settle, err := st.duration(&st.Settle)
-	if err != nil {
-		fail(err)
-		return
-	}
-	keys, err := loadKeyring(st, log)
-	if err != nil {
-		fail(err)
-		return
-	}
-	source, closeSource, err := openSource(ctx, st, "", store, log)
+	source, closeSource, err := openSource(ctx, wp.ledger, "", store, log)
 	if err != nil {
 		fail(err)
 		return
 	}
 	defer closeSource()
-	pushWeekOf(ctx, env, st, log, store, source, statusQuery{spec: digest.Spec{Week: w, Location: loc, Type: st.Type, Version: st.Version},
-		settle: settle, keys: keys})
+	spec := digest.Spec{Week: w, Location: wp.zone, Type: wp.typ, Version: wp.version}
+	pushWeekOf(ctx, env, wp.url, log, store, source, statusQuery{spec: spec, settle: wp.settle, keys: keys})
+}
+
+// weekPush is what a command that changes receipts needs to push their
+// week's state afterwards (pushReviewedWeek).
+type weekPush struct {
+	url          string // DIGEST_PUSHGATEWAY_URL; "": no push
+	level        slog.Level
+	ledger       ledgerConfig
+	keys         keyConfig
+	zone         *time.Location
+	settle       time.Duration
+	typ, version string
+	err          error // DIGEST_TZ or DIGEST_SETTLE unparsable: the push fails (logged), not the command
+}
+
+// weekPush reads the settings of pushReviewedWeek. They are read only when
+// a push is due (DIGEST_PUSHGATEWAY_URL and a PostgreSQL source), and a
+// zone or settle that does not parse fails the push, not the command.
+func (s *settings) weekPush() weekPush {
+	wp := weekPush{url: s.get("DIGEST_PUSHGATEWAY_URL"), level: s.logLevel(), ledger: s.ledger()}
+	if wp.url == "" || wp.ledger.DatabaseURL == "" {
+		return wp
+	}
+	if wp.zone, wp.err = s.location(); wp.err != nil {
+		return wp
+	}
+	if wp.settle, wp.err = s.duration("DIGEST_SETTLE"); wp.err != nil {
+		return wp
+	}
+	wp.keys, wp.typ, wp.version = s.hmacKeys(), s.get("DIGEST_TYPE"), s.get("DIGEST_VERSION")
+	return wp
 }
 
 // pushReviewedKey pushes the state of the week of key's receipt; see
 // pushReviewedWeek.
-func pushReviewedKey(ctx context.Context, env *Env, st *settings, store *ledgerDB, key digest.Key) {
-	if st.PushgatewayURL == "" {
+func pushReviewedKey(ctx context.Context, env *Env, wp weekPush, store *ledgerDB, key digest.Key) {
+	if wp.url == "" {
 		return
 	}
 	r, _, err := store.Show(ctx, key)
 	if err != nil {
-		newLogger(env, st).Error("metrics: week state not pushed", "key", string(key), "err", err)
+		newLogger(env, wp.level).Error("metrics: week state not pushed", "key", string(key), "err", err)
 		return
 	}
 	if w, err := digest.ParseISOWeek(r.Week); err == nil {
-		pushReviewedWeek(ctx, env, st, store, w)
+		pushReviewedWeek(ctx, env, wp, store, w)
 	}
 }

@@ -33,21 +33,21 @@ import (
 // separate step with its own grants). The times the store returns (a
 // lease's end, a retry's due time) are on the command's clock (Env.Now),
 // the clock a run schedules its passes by (ledger.CallTimes).
-func openLedger(ctx context.Context, env *Env, st *settings, log *slog.Logger) (*ledgerDB, error) {
-	if err := checkDatabaseURL(st.DatabaseURL); err != nil {
+func openLedger(ctx context.Context, env *Env, lc ledgerConfig, log *slog.Logger) (*ledgerDB, error) {
+	if err := checkDatabaseURL(lc.DatabaseURL); err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, st, log, env.Now)
+	store, err := openStore(ctx, lc, log, env.Now)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	if st.DatabaseURL == "" {
+	if lc.DatabaseURL == "" {
 		if err := store.Migrate(ctx); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("migrate embedded ledger: %w", err)
 		}
 	}
-	if err := checkSchema(ctx, st, store, log); err != nil {
+	if err := checkSchema(ctx, lc, store, log); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -59,11 +59,11 @@ func openLedger(ctx context.Context, env *Env, st *settings, log *slog.Logger) (
 // migrate" is a separate step that may be running, and the Job's retry
 // succeeds after it). A schema ahead of it, with migrations a newer binary
 // applied, is refused too by a command that sends or changes the ledger
-// (st.changes; exit 2: a retry of the same binary cannot help), unless
+// (lc.changes; exit 2: a retry of the same binary cannot help), unless
 // --allow-newer-schema: this binary does not know what the newer
 // migrations changed (a table it never writes, a constraint its
 // statements break). A command that only reads warns and goes on.
-func checkSchema(ctx context.Context, st *settings, store ledger.Store, log *slog.Logger) error {
+func checkSchema(ctx context.Context, lc ledgerConfig, store ledger.Store, log *slog.Logger) error {
 	sc, err := store.Schema(ctx)
 	switch {
 	case errors.Is(err, ledger.ErrSchemaUnreadable):
@@ -73,7 +73,7 @@ func checkSchema(ctx context.Context, st *settings, store ledger.Store, log *slo
 		return fmt.Errorf("open ledger: %w", err)
 	}
 	switch err := sc.Err(); {
-	case errors.Is(err, ledger.ErrSchemaAhead) && st.changes && (st.allowNewer == nil || !*st.allowNewer):
+	case errors.Is(err, ledger.ErrSchemaAhead) && lc.changes && (lc.allowNewer == nil || !*lc.allowNewer):
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w; or, knowing this binary does not know those migrations, pass --allow-newer-schema", err)}
 	case errors.Is(err, ledger.ErrSchemaAhead):
 		log.Warn("ledger schema ahead of this binary", "err", err)
@@ -109,18 +109,18 @@ func (l *ledgerDB) sharedPool() *pgxpool.Pool {
 	return l.pool
 }
 
-// openStore opens PostgreSQL on a pool of its own when st.DatabaseURL is
-// set, else the SQLite file st.LedgerPath, with now as the store's clock
+// openStore opens PostgreSQL on a pool of its own when lc.DatabaseURL is
+// set, else the SQLite file lc.LedgerPath, with now as the store's clock
 // (nil: time.Now). It does not migrate.
-func openStore(ctx context.Context, st *settings, log *slog.Logger, now func() time.Time) (*ledgerDB, error) {
-	if st.DatabaseURL != "" {
-		pool, err := postgres.NewPool(ctx, st.DatabaseURL)
+func openStore(ctx context.Context, lc ledgerConfig, log *slog.Logger, now func() time.Time) (*ledgerDB, error) {
+	if lc.DatabaseURL != "" {
+		pool, err := postgres.NewPool(ctx, lc.DatabaseURL)
 		if err != nil {
 			return nil, err
 		}
 		return &ledgerDB{Store: postgres.New(pool, postgres.Config{Now: now, Logger: log}), pool: pool}, nil
 	}
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: st.LedgerPath, Now: now, Logger: log})
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: lc.LedgerPath, Now: now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +148,10 @@ func checkDatabaseURL(raw string) error {
 }
 
 func fromAddress(st *settings) (digest.Address, error) {
-	a, err := mail.ParseAddress(st.From)
+	v := st.get("DIGEST_FROM")
+	a, err := mail.ParseAddress(v)
 	if err != nil {
-		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", st.From)
+		return digest.Address{}, usagef("DIGEST_FROM=%q: want an address such as \"Account digest <digest@example.com>\"", v)
 	}
 	return digest.Address{Name: a.Name, Email: a.Address}, nil
 }
@@ -161,8 +162,11 @@ func fromAddress(st *settings) (digest.Address, error) {
 type mailerSettings struct {
 	lookup    digest.Lookup
 	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
+	rate      float64      // DIGEST_RATE, messages per second
 	smtp      *smtp.Config // nil: the file outbox
 	outbox    fileoutbox.Config
+	// outboxNamed: DIGEST_OUTBOX_DIR was set on purpose, not defaulted.
+	outboxNamed bool
 }
 
 // readMailer reads every mailer setting given, whichever mailer they
@@ -177,27 +181,28 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 	if ms.lookup, err = openLookup(st); err != nil {
 		return ms, err
 	}
-	ms.lookupURL = redactURL(st.LookupURL)
-	rate, err := st.positiveFloat(&st.Rate)
+	ms.lookupURL = redactURL(st.get("DIGEST_LOOKUP_URL"))
+	if ms.rate, err = st.positiveFloat("DIGEST_RATE"); err != nil {
+		return ms, err
+	}
+	burst, err := st.positiveInt("DIGEST_BURST", 100000)
 	if err != nil {
 		return ms, err
 	}
-	burst, err := st.positiveInt(&st.Burst, 100000)
-	if err != nil {
-		return ms, err
-	}
-	limiter, err := smtp.NewLimiter(rate, burst)
+	limiter, err := smtp.NewLimiter(ms.rate, burst)
 	if err != nil {
 		return ms, usagef("%v", err)
 	}
 	var password string
-	if f := st.SMTPPasswordFile; f != "" {
+	if f := st.get("DIGEST_SMTP_PASSWORD_FILE"); f != "" {
 		if password, err = smtp.ReadSecretFile(f); err != nil {
 			return ms, usagef("DIGEST_SMTP_PASSWORD_FILE: %v", err)
 		}
 	}
-	ms.outbox = fileoutbox.Config{Dir: st.OutboxDir, From: from, ListUnsubscribe: st.ListUnsubscribe, Now: env.Now}
-	raw := st.SMTPURL
+	listUnsubscribe := st.get("DIGEST_LIST_UNSUBSCRIBE")
+	ms.outbox = fileoutbox.Config{Dir: st.get("DIGEST_OUTBOX_DIR"), From: from, ListUnsubscribe: listUnsubscribe, Now: env.Now}
+	ms.outboxNamed = st.explicit("DIGEST_OUTBOX_DIR")
+	raw := st.get("DIGEST_SMTP_URL")
 	if raw == "" {
 		return ms, nil
 	}
@@ -205,12 +210,12 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 	if err != nil {
 		return ms, usagef("DIGEST_SMTP_URL: %v", err)
 	}
-	timeout, err := st.duration(&st.SMTPTimeout)
+	timeout, err := st.duration("DIGEST_SMTP_TIMEOUT")
 	if err != nil {
 		return ms, err
 	}
 	ms.smtp = &smtp.Config{
-		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: st.ListUnsubscribe,
+		SMTP: smtpURL, Password: password, From: from, ListUnsubscribe: listUnsubscribe,
 		Concurrency: concurrency, Timeout: timeout, Limiter: limiter, Logger: log, Now: env.Now,
 	}
 	// Builds and drops a client: go-mail validates its options here.
@@ -238,8 +243,8 @@ func (ms mailerSettings) String() string {
 // is set, and the look-up to use for maybe-sent digests. With a PostgreSQL
 // ledger the outbox must be named on purpose: by default it would record a
 // production week as sent into files nobody reads.
-func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, error) {
-	if err := noMailer(st, ms); err != nil {
+func openMailer(lc ledgerConfig, ms mailerSettings) (digest.Mailer, digest.Lookup, error) {
+	if err := noMailer(lc, ms); err != nil {
 		return nil, nil, err
 	}
 	if ms.smtp == nil {
@@ -260,8 +265,8 @@ func openMailer(st *settings, ms mailerSettings) (digest.Mailer, digest.Lookup, 
 }
 
 // noMailer refuses the default outbox with a PostgreSQL ledger.
-func noMailer(st *settings, ms mailerSettings) error {
-	if ms.smtp == nil && st.DatabaseURL != "" && !st.explicit(&st.OutboxDir) {
+func noMailer(lc ledgerConfig, ms mailerSettings) error {
+	if ms.smtp == nil && lc.DatabaseURL != "" && !ms.outboxNamed {
 		return usagef("no mailer: a PostgreSQL ledger needs DIGEST_SMTP_URL, or an outbox directory named on purpose (DIGEST_OUTBOX_DIR or --outbox-dir) to write the digests to files instead")
 	}
 	return nil
@@ -271,7 +276,7 @@ func noMailer(st *settings, ms mailerSettings) error {
 // message) and asks the look-up about a key no digest has, for a dry run.
 // It logs each result and returns them for the summary, with the first
 // failure.
-func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog.Logger) ([]checkResult, error) {
+func checkMailer(ctx context.Context, lc ledgerConfig, ms mailerSettings, log *slog.Logger) ([]checkResult, error) {
 	var results []checkResult
 	var first error
 	add := func(name string, configured bool, err error) {
@@ -290,7 +295,7 @@ func checkMailer(ctx context.Context, st *settings, ms mailerSettings, log *slog
 		}
 		results = append(results, r)
 	}
-	switch refusal := noMailer(st, ms); {
+	switch refusal := noMailer(lc, ms); {
 	case refusal != nil:
 		add("smtp", true, refusal)
 	case ms.smtp != nil:
@@ -323,10 +328,10 @@ func redactURL(raw string) string {
 }
 
 // describeLedger names the ledger for the log, without secrets.
-func describeLedger(st *settings) string {
-	raw := st.DatabaseURL
+func describeLedger(lc ledgerConfig) string {
+	raw := lc.DatabaseURL
 	if raw == "" {
-		return "sqlite " + st.LedgerPath
+		return "sqlite " + lc.LedgerPath
 	}
 	cfg, err := pgconn.ParseConfig(raw)
 	if err != nil {
@@ -336,8 +341,8 @@ func describeLedger(st *settings) string {
 }
 
 func openLookup(st *settings) (digest.Lookup, error) {
-	token := st.PostmarkToken
-	if f := st.PostmarkTokenFile; f != "" {
+	token := st.get("DIGEST_POSTMARK_TOKEN")
+	if f := st.get("DIGEST_POSTMARK_TOKEN_FILE"); f != "" {
 		t, err := smtp.ReadSecretFile(f)
 		if err != nil {
 			return nil, usagef("DIGEST_POSTMARK_TOKEN_FILE: %v", err)
@@ -345,14 +350,15 @@ func openLookup(st *settings) (digest.Lookup, error) {
 		token = t
 	}
 	cfg := lookup.Config{PostmarkToken: token}
-	if strings.HasPrefix(st.LookupURL, lookup.EventsScheme+":") {
-		lag, err := st.duration(&st.EventsLag)
+	raw := st.get("DIGEST_LOOKUP_URL")
+	if strings.HasPrefix(raw, lookup.EventsScheme+":") {
+		lag, err := st.duration("DIGEST_EVENTS_LAG")
 		if err != nil {
 			return nil, err
 		}
 		cfg.EventsLag = lag
 	}
-	l, err := lookup.ParseURL(st.LookupURL, cfg)
+	l, err := lookup.ParseURL(raw, cfg)
 	if err != nil {
 		return nil, usagef("DIGEST_LOOKUP_URL: %v", err)
 	}

@@ -21,8 +21,8 @@ func TestLedgerReturnsTimesOnTheCommandsClock(t *testing.T) {
 	ctx := context.Background()
 	ahead := time.Now().Add(7 * time.Hour).UTC().Truncate(time.Second)
 	env := &Env{Now: func() time.Time { return ahead }}
-	st := &settings{config: config{LedgerPath: filepath.Join(t.TempDir(), "digest.db")}}
-	store, err := openLedger(ctx, env, st, slog.New(slog.DiscardHandler))
+	lc := ledgerConfig{LedgerPath: filepath.Join(t.TempDir(), "digest.db")}
+	store, err := openLedger(ctx, env, lc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func backendCPU(t *testing.T, pid int) time.Duration {
 // WAL position moved, so other work on the server at the same time counts
 // too) and the backend's CPU. It asserts only the deterministic counts.
 // DIGEST_LEDGER_COST_KEYS sets the number of keys (default 1,000; the
-// numbers in docs/scaling.md are from 10,000), DIGEST_LEDGER_COST_BATCH
+// numbers in docs/benchmarks.md are from 10,000), DIGEST_LEDGER_COST_BATCH
 // the batch size (default 100; 1 measures the single-key statements).
 func TestCostPerDigest(t *testing.T) {
 	t.Parallel()

@@ -114,8 +114,8 @@ const (
 	// genericPlans: cached generic plans. Only single-key calls use them
 	// (claimSQL, startSQL, finishSQL over one element): they reach
 	// receipts by one key, through the primary key whatever the table's
-	// size when the plan was made (docs/scaling.md shows the plans), and
-	// planning them anew cost as much as running them.
+	// size when the plan was made, and planning them anew cost as much as
+	// running them (docs/scaling.md, "The claim statement and its index").
 	genericPlans
 )
 

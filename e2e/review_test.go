@@ -8,7 +8,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/snapshot"
 )
@@ -86,11 +85,12 @@ func crashedSends(t *testing.T, e *e2etest.Env, seeded, n int) ([]digest.Key, []
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: e.URL})
+	pool, err := postgres.NewPool(context.Background(), e.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer pool.Close()
+	store := postgres.New(pool, postgres.Config{})
 	var keys []digest.Key
 	var emails []string
 	spec := digest.Spec{Week: week40, Location: time.UTC, Type: "weekly_activity", Version: "v1"}

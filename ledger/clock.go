@@ -47,10 +47,6 @@ func (c CallTimes) Result(r digest.ClaimResult) digest.ClaimResult {
 	return r
 }
 
-// Micros is d in whole microseconds, the ledgers' precision: how a lease
-// or a delay travels to the ledger, which adds it to its own clock.
-func Micros(d time.Duration) int64 { return d.Microseconds() }
-
 // Delay is how long after the caller's time of the call f's next attempt
 // is (zero, due at once, when unset; negative when past): a Finish's
 // next attempt travels to the ledger as this delay, which the ledger adds

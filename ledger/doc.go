@@ -142,18 +142,18 @@
 // it; held and quarantined receipts only when asked. Snapshot pins are never pruned: a backfill must rebuild the
 // same digest.
 //
-// Time comes from Config.Now; nothing in this package calls time.Now for a
-// decision.
+// Time comes from the stores' Config.Now; nothing in this package calls
+// time.Now for a decision.
 //
 // # Errors
 //
 // A request the ledger refuses gets one of its errors (ErrInvalid,
-// ErrNotFound, ErrWrongState, ErrWasSent, ErrNotSent), or digest.ErrStaleClaim per
-// element; a driver's error leaves a store as a DriverError whose Class
-// says what the caller can do: ClassConflict (a concurrent transaction
-// won; nothing changed; try again), ClassTransient (the database could not
-// be reached or was going away; try again later) or ClassFatal (trying
-// again will not help). Each store classifies its own driver's codes by
-// name (SQLSTATEs on PostgreSQL, result codes on SQLite); ClassOf reads the
-// class of any error a store returned.
+// ErrNotFound, ErrWrongState, ErrWasSent, ErrNotSent), or
+// digest.ErrStaleClaim per element; a driver's error leaves a store as a
+// DriverError whose ErrorClass says what the caller can do: Conflict (a
+// concurrent transaction won; nothing changed; try again), Transient (the
+// database could not be reached or was going away; try again later) or
+// Fatal (trying again will not help). Each store classifies its own
+// driver's codes by name (SQLSTATEs on PostgreSQL, result codes on
+// SQLite); ErrorClassOf reads the class of any error a store returned.
 package ledger

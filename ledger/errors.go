@@ -5,28 +5,28 @@ import (
 	"errors"
 )
 
-// Class says what a caller can do about an error a store returned.
-type Class int
+// ErrorClass says what a caller can do about an error a store returned.
+type ErrorClass int
 
 const (
-	// ClassFatal: trying again will not help (a refused request, a
-	// malformed statement, a schema that is not migrated, a broken file).
-	ClassFatal Class = iota
-	// ClassTransient: the database could not be reached or was going away
+	// Fatal: trying again will not help (a refused request, a malformed
+	// statement, a schema that is not migrated, a broken file).
+	Fatal ErrorClass = iota
+	// Transient: the database could not be reached or was going away
 	// (a dropped connection, a server shutting down or not accepting
 	// connections yet, a deadline); the call may be tried again later.
-	ClassTransient
-	// ClassConflict: a concurrent transaction held what this one needed (a
+	Transient
+	// Conflict: a concurrent transaction held what this one needed (a
 	// serialization failure, a deadlock, a lock that stayed busy); the
 	// call changed nothing and may be tried again at once.
-	ClassConflict
+	Conflict
 )
 
-func (c Class) String() string {
+func (c ErrorClass) String() string {
 	switch c {
-	case ClassTransient:
+	case Transient:
 		return "transient"
-	case ClassConflict:
+	case Conflict:
 		return "conflict"
 	}
 	return "fatal"
@@ -35,45 +35,23 @@ func (c Class) String() string {
 // DriverError is a database driver's error as it leaves a store, with its
 // class. Its text is the driver's; errors.Is and errors.As see through it.
 type DriverError struct {
-	Class Class
+	Class ErrorClass
 	Err   error
 }
 
 func (e *DriverError) Error() string { return e.Err.Error() }
 func (e *DriverError) Unwrap() error { return e.Err }
 
-// ClassOf returns the class of an error a store returned: a DriverError's
-// own, ClassTransient for a deadline that ran out, and ClassFatal for
+// ErrorClassOf returns the class of an error a store returned: a
+// DriverError's own, Transient for a deadline that ran out, and Fatal for
 // everything else, this package's errors included.
-func ClassOf(err error) Class {
+func ErrorClassOf(err error) ErrorClass {
 	var de *DriverError
 	switch {
 	case errors.As(err, &de):
 		return de.Class
 	case errors.Is(err, context.DeadlineExceeded):
-		return ClassTransient
+		return Transient
 	}
-	return ClassFatal
-}
-
-// Classify wraps *errp, when it is a driver's error, in a DriverError of
-// the class classOf gives it. A store defers it in every exported method,
-// so each driver error leaves the ledger classified. Errors this package
-// defines, a cancelled context and errors already classified pass as they
-// are.
-func Classify(errp *error, classOf func(error) Class) {
-	err := *errp
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return
-	}
-	var de *DriverError
-	for _, own := range []error{ErrNotFound, ErrWrongState, ErrWasSent, ErrInvalid} {
-		if errors.Is(err, own) {
-			return
-		}
-	}
-	if errors.As(err, &de) {
-		return
-	}
-	*errp = &DriverError{Class: classOf(err), Err: err}
+	return Fatal
 }

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -185,20 +184,6 @@ func (p EventPolicy) Weeks(t time.Time) []string {
 	return out
 }
 
-// Streak counts the weeks of weeks (newest first, as Weeks returns them)
-// that are in bounced, from the first up to the first that is not: the
-// consecutive weeks of soft bounces ending with the newest.
-func Streak(weeks, bounced []string) int {
-	n := 0
-	for _, w := range weeks {
-		if !slices.Contains(bounced, w) {
-			break
-		}
-		n++
-	}
-	return n
-}
-
 // EventOutcome is what RecordProviderEvent did.
 type EventOutcome struct {
 	// Replay: the event was stored before; nothing changed.
@@ -260,42 +245,13 @@ func (w Watermark) At(lag time.Duration) time.Time {
 }
 
 // HistoryProviderPrefix starts the history text of a receipt-history row a
-// provider event wrote (ProviderNote): a note, not a transition (the
-// receipt's state is unchanged; the row's from and to are that state).
+// provider event wrote (rules.ProviderNote, in the stores): a note, not a
+// transition (the receipt's state is unchanged; the row's from and to are
+// that state).
 const HistoryProviderPrefix = "provider "
 
-// ProviderNote is the history text of a provider event noted on a receipt.
-func ProviderNote(e ProviderEvent) string {
-	s := HistoryProviderPrefix + e.Provider + " reported " + string(e.Kind)
-	if e.Detail != "" {
-		s += " (" + e.Detail + ")"
-	}
-	return s + " at " + e.Occurred.UTC().Format(time.RFC3339)
-}
-
-// IsProviderNote reports whether e is a row ProviderNote wrote rather
+// IsProviderNote reports whether e is a row rules.ProviderNote wrote rather
 // than a transition.
 func IsProviderNote(e Event) bool {
 	return e.From == e.To && strings.HasPrefix(e.Detail, HistoryProviderPrefix)
-}
-
-// ValidateAdvance checks an AdvanceWatermark request: a provider, a time
-// not after now (the ledger's clock: events cannot be complete up to a
-// time that has not come, and a mistyped year would make every maybe-sent
-// digest look lost), and who and why (kept with the watermark).
-func ValidateAdvance(provider string, until time.Time, by Action, now time.Time) error {
-	if provider == "" || len(provider) > 32 {
-		return fmt.Errorf("%w: watermark provider %q: want 1 to 32 bytes", ErrInvalid, provider)
-	}
-	if until.IsZero() {
-		return fmt.Errorf("%w: watermark without a time", ErrInvalid)
-	}
-	if until.After(now) {
-		return fmt.Errorf("%w: watermark %s is after the ledger's now, %s: events cannot be complete up to a time that has not come",
-			ErrInvalid, until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
-	}
-	if by.By == "" || by.Reason == "" {
-		return fmt.Errorf("%w: advancing a watermark needs who and why", ErrInvalid)
-	}
-	return nil
 }

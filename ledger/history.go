@@ -9,7 +9,7 @@ import (
 // The history texts: the detail of each receipt_events row a store writes
 // for a transition it makes itself. They are defined here once; the SQLite
 // store writes them from Go and the PostgreSQL statements receive them as
-// arguments (see ClaimHistoryTexts). A Finish's detail is FinishDetail, an
+// arguments. A Finish's detail is FinishDetail, an
 // operator's Action.Detail.
 const (
 	HistoryClaimed      = "claimed"                                         // a new receipt
@@ -57,23 +57,9 @@ func ClaimHistory(from, to digest.State, maybeSent bool) string {
 	return text
 }
 
-// ClaimHistoryTexts are the arguments the PostgreSQL claim statements take
-// for their history rows, in order: quarantined, claimed, taken over,
-// claimed again, the maybe-sent suffix.
-func ClaimHistoryTexts() []any {
-	return []any{HistoryQuarantined, HistoryClaimed, HistoryTakenOver, HistoryClaimedAgain, HistoryMaybeSent}
-}
-
 // MarkSentDetail is the history text of an operator's MarkSent.
 func MarkSentDetail(by Action, providerRef string) string {
 	return by.Detail("marked sent as " + providerRef)
-}
-
-// FinishWritesHistory reports whether a Finish writes a history row. A
-// Finish to sent without a reason writes none: the receipt's sent_at and
-// provider_ref say all the row would (ReceiptStory tells it from them).
-func FinishWritesHistory(f digest.Finish) bool {
-	return f.State != digest.StateSent || f.Reason != ""
 }
 
 // ReceiptStory is the history Show presents: the stored rows with the

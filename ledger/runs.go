@@ -77,19 +77,6 @@ func (e Expectation) GhostsJSON() string {
 	return string(b)
 }
 
-// ParseGhosts reads what GhostsJSON wrote.
-func ParseGhosts(s string) (map[digest.State]int64, error) {
-	var m map[string]int64
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("expectation ghosts %q: %w", s, err)
-	}
-	out := make(map[digest.State]int64, len(m))
-	for k, n := range m {
-		out[digest.State(k)] = n
-	}
-	return out, nil
-}
-
 // WeekExpectations is what Store.Expectations returns for a pin: its
 // recorded expectations by shard, and what else the week holds that its
 // expectations cannot account for.

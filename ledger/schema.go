@@ -41,12 +41,3 @@ func (s Schema) Err() error {
 	}
 	return nil
 }
-
-// RefuseLiveClaims returns ErrLiveClaims when n receipts are claimed under
-// leases that have not expired, or nil: what MigrateDownTo checks first.
-func RefuseLiveClaims(n int64) error {
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("migrate: %w: %d receipts are claimed under leases that have not expired; wait for the run to end (digest status), or for DIGEST_LEASE to pass after it crashed, then roll back", ErrLiveClaims, n)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -114,46 +113,9 @@ type Store interface {
 	// own connection sees them; Settings.Err says whether they can.
 	Durability(ctx context.Context) (Settings, error)
 
-	// Close releases the database.
+	// Close releases what the store opened: the SQLite file; nothing on
+	// PostgreSQL, whose pool is its caller's to close.
 	Close() error
-}
-
-// Config configures either store. The zero value opens ./digest.db.
-type Config struct {
-	// DatabaseURL, when set, selects PostgreSQL (a pgx connection string;
-	// pool settings such as pool_max_conns are accepted).
-	DatabaseURL string
-	// Path is the SQLite file used when DatabaseURL is empty; default
-	// DefaultPath.
-	Path string
-	// Now is the caller's clock; default time.Now. The times a store
-	// returns for its caller to compare (a lease's end, a next attempt)
-	// are on it; leases and retries are decided by the ledger's clock
-	// (see CallTimes).
-	Now func() time.Time
-	// LedgerNow stands in for the database's clock, for tests that move
-	// time (River's stubbed time): nil, as every command leaves it, uses
-	// the database's own (PostgreSQL's now(), SQLite's unixepoch()) for
-	// every lease and retry decision and every time stamped on a receipt.
-	LedgerNow func() time.Time
-	// Logger receives migration progress; default discards.
-	Logger *slog.Logger
-}
-
-// DefaultPath is the SQLite file used when Config.Path is empty.
-const DefaultPath = "./digest.db"
-
-func (c Config) WithDefaults() Config {
-	if c.Path == "" {
-		c.Path = DefaultPath
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
 }
 
 // Sentinel errors of the operator operations.
@@ -174,22 +136,6 @@ var (
 	// ErrInvalid: a request is malformed (a programming error).
 	ErrInvalid = errors.New("invalid ledger request")
 )
-
-// RepinRefused says why a Repin of pin to asOf moved nothing: the pin
-// does not exist (ErrNotFound) or is not early (ErrWrongState).
-func RepinRefused(ctx context.Context, s interface {
-	Pinned(context.Context, digest.SnapshotPin) (digest.WeekPin, bool, error)
-}, pin digest.SnapshotPin, asOf time.Time) error {
-	wp, ok, err := s.Pinned(ctx, pin)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("repin %s/%s/%s: %w: the week is not pinned (no run sent it yet)", pin.Type, pin.Week, pin.Version, ErrNotFound)
-	}
-	return fmt.Errorf("repin %s/%s/%s: %w: its cutoff %s is already at or past %s", pin.Type, pin.Week, pin.Version, ErrWrongState,
-		wp.AsOf.UTC().Format(time.RFC3339), asOf.UTC().Format(time.RFC3339))
-}
 
 // Action says who did an operator action and why, for the history.
 type Action struct {
@@ -330,8 +276,8 @@ func (c Counts) sum(states []digest.State) int64 {
 // time where the rows are, so that a prune on a machine whose clock is
 // far ahead cannot take the receipts of a week run seconds earlier.
 // PostgreSQL's store takes the earlier of the server's now() and its own
-// clock (Config.Now): a process clock behind only prunes less, and the
-// contract suite's fake clocks keep working. SQLite's store uses its own
+// clock (postgres.Config.Now): a process clock behind only prunes less,
+// and the contract suite's fake clocks keep working. SQLite's store uses its own
 // clock: the embedded ledger has no server, the process that runs the
 // statement is the database, and its clock is the one that stamped every
 // row it compares.
@@ -425,11 +371,3 @@ type RepeatReport struct {
 
 // DefaultWeekPage is WeekKeys's page size when its limit is 0 or less.
 const DefaultWeekPage = 1000
-
-// WeekPageSize returns limit, or DefaultWeekPage when it is 0 or less.
-func WeekPageSize(limit int) int {
-	if limit <= 0 {
-		return DefaultWeekPage
-	}
-	return limit
-}

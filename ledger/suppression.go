@@ -112,24 +112,3 @@ func (f SuppressionFilter) PageSize() int {
 	}
 	return f.Limit
 }
-
-// ValidateUnsuppress checks an Unsuppress request: keys to remove and an
-// operator's name and reason, both required.
-func ValidateUnsuppress(keys []digest.SuppressionKey, by Action) error {
-	if len(keys) == 0 {
-		return fmt.Errorf("%w: unsuppress without a key", ErrInvalid)
-	}
-	if by.By == "" || by.Reason == "" {
-		return fmt.Errorf("%w: removing a suppression needs who and why", ErrInvalid)
-	}
-	return nil
-}
-
-// SuppressionKeyStrings converts keys for a driver.
-func SuppressionKeyStrings(keys []digest.SuppressionKey) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = string(k)
-	}
-	return out
-}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/metrics"
 	"github.com/weeklydigest/digest/internal/pgtest"
@@ -30,6 +31,7 @@ const (
 type world struct {
 	t      testing.TB
 	store  ledger.Store
+	pool   *pgxpool.Pool // the store's: closing it takes the ledger down
 	keys   *digest.Keyring
 	tokens *unsubscribe.Keyring
 	srv    *httptest.Server
@@ -41,11 +43,12 @@ func newWorld(t *testing.T, mod func(*listen.Config)) *world { return newWorldTB
 func newWorldTB(t testing.TB, mod func(*listen.Config)) *world {
 	t.Helper()
 	ctx := context.Background()
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t)})
+	pool, err := postgres.NewPool(ctx, pgtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(pool.Close)
+	store := postgres.New(pool, postgres.Config{})
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func newWorldTB(t testing.TB, mod func(*listen.Config)) *world {
 	}
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
-	return &world{t: t, store: store, keys: keys, tokens: tokens, srv: srv, reg: reg}
+	return &world{t: t, store: store, pool: pool, keys: keys, tokens: tokens, srv: srv, reg: reg}
 }
 
 // url is the unsubscribe URL of customer, on the test server.
@@ -316,7 +319,7 @@ func TestHealthReadyMetricsAndRateLimit(t *testing.T) {
 		}
 	}
 	// Not ready once the ledger is gone.
-	w.store.Close()
+	w.pool.Close()
 	if res, _ := w.do(must(http.NewRequest(http.MethodGet, w.srv.URL+"/readyz", nil))); res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("readyz with the ledger closed: %d; want 503", res.StatusCode)
 	}
@@ -329,7 +332,7 @@ func TestHealthReadyMetricsAndRateLimit(t *testing.T) {
 func TestOneClickLedgerDownIs503(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	w.store.Close()
+	w.pool.Close()
 	if res, body := w.oneClick("cust_0001"); res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("POST with the ledger closed: %d %s; want 503", res.StatusCode, body)
 	}

@@ -309,7 +309,7 @@ func TestWebhookBadInputRecordsNothing(t *testing.T) {
 func TestWebhookLedgerDownIs503(t *testing.T) {
 	t.Parallel()
 	w := newWebhookWorld(t, func(c *listen.Config) { c.LedgerTimeout = 2 * time.Second })
-	w.store.Close()
+	w.pool.Close()
 	res, body := w.postEvents("fake", fakeBody{Events: []fakeEvent{{ID: "e1", Kind: "complaint", Address: "bob@example.com", At: at}}}, true)
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("POST with the ledger closed: %d %s %v; want 503 with Retry-After", res.StatusCode, body, res.Header)

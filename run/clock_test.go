@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/snapshot"
@@ -18,7 +17,7 @@ import (
 func (f *fixture) skewed(skew time.Duration) *sqlite.Store {
 	f.t.Helper()
 	skewed := func() time.Time { return f.clock.Now().Add(skew) }
-	s, err := sqlite.Open(context.Background(), ledger.Config{Path: f.path, Now: skewed, LedgerNow: skewed})
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: f.path, Now: skewed, LedgerNow: skewed})
 	if err != nil {
 		f.t.Fatal(err)
 	}

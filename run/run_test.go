@@ -118,7 +118,7 @@ func newFixture(t *testing.T, customers int) *fixture {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clk := &clock{now: time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)}
-	store, err := sqlite.Open(ctx, ledger.Config{Path: filepath.Join(dir, "ledger.db"), Now: clk.Now, LedgerNow: clk.Now})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "ledger.db"), Now: clk.Now, LedgerNow: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

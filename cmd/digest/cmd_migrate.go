@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-
-	"github.com/weeklydigest/digest/ledger"
 )
 
 const migrateHelp = `Usage: digest migrate [--down-to VERSION]
@@ -45,7 +43,7 @@ func cmdMigrate(ctx context.Context, env *Env, args []string) error {
 	if err := checkDatabaseURL(lc.DatabaseURL); err != nil {
 		return err
 	}
-	store, err := openStore(ctx, ledger.Config{DatabaseURL: lc.DatabaseURL, Path: lc.LedgerPath, Logger: log})
+	store, err := openStore(ctx, lc, log, nil)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

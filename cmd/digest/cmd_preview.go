@@ -177,7 +177,7 @@ func openWeekView(ctx context.Context, env *Env, vs weekViewSettings, snap strin
 		spec: digest.Spec{Week: w, Location: loc, Type: vs.typ, Version: vs.version},
 		asOf: env.now(), keys: keys, unsub: unsub, renderer: renderer, close: func() {},
 	}
-	var store ledger.Store
+	var store *ledgerDB
 	if vs.ledger.DatabaseURL != "" || fileExists(vs.ledger.LedgerPath) {
 		if store, err = openLedger(ctx, env, vs.ledger, log); err != nil {
 			return nil, err

@@ -15,7 +15,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/smtp"
 	"github.com/weeklydigest/digest/snapshot"
@@ -362,8 +361,8 @@ func parseShard(s, jobIndex string) (digest.Shard, error) {
 }
 
 // openSource returns the JSON Lines file, or the PostgreSQL source (on the
-// ledger's pool when the ledger is PostgreSQL).
-func openSource(ctx context.Context, st ledgerConfig, path string, store ledger.Store, log *slog.Logger) (digest.Source, func(), error) {
+// ledger's pool when the ledger is PostgreSQL; store may be nil).
+func openSource(ctx context.Context, st ledgerConfig, path string, store *ledgerDB, log *slog.Logger) (digest.Source, func(), error) {
 	if path != "" {
 		f, err := snapshot.OpenFile(path)
 		if err != nil {
@@ -371,10 +370,8 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store ledger.
 		}
 		return f, func() {}, nil
 	}
-	pool, closePool := (*pgxpool.Pool)(nil), func() {}
-	if pg, ok := store.(*postgres.Store); ok {
-		pool = pg.Pool()
-	} else {
+	pool, closePool := store.sharedPool(), func() {}
+	if pool == nil {
 		var err error
 		if pool, err = pgxpool.New(ctx, st.DatabaseURL); err != nil {
 			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
@@ -116,11 +115,7 @@ func TestSchemaVersionCheckedInWords(t *testing.T) {
 	if code, _, stderr := runMain(t, vars, "review", "list"); code != ExitOK {
 		t.Fatalf("review list on the current schema: exit %d\n%s", code, stderr)
 	}
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, pool := openPostgres(t, url)
 	key := digest.Key("k1:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")
 	week := digest.WeekOf(time.Now(), time.UTC)
 	res, err := store.Claim(ctx, []digest.ClaimRequest{{Keys: []digest.Key{key}, Fingerprint: "fp", Week: week, RunID: "r1", Lease: time.Hour}})
@@ -145,7 +140,7 @@ func TestSchemaVersionCheckedInWords(t *testing.T) {
 		t.Fatalf("migrate: exit %d\n%s", code, stderr)
 	}
 	// A newer binary's migration.
-	if _, err := store.Pool().Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, true)`); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr = runMain(t, vars, "review", "list")
@@ -155,17 +150,25 @@ func TestSchemaVersionCheckedInWords(t *testing.T) {
 }
 
 // migratedStore runs the binary's "digest migrate" on the schema of
-// vars' DIGEST_DATABASE_URL and opens the PostgreSQL store on it, closed
-// when the test ends (closing it earlier is harmless).
+// vars' DIGEST_DATABASE_URL and opens the PostgreSQL store on it, its pool
+// closed when the test ends.
 func migratedStore(t *testing.T, vars map[string]string) *postgres.Store {
 	t.Helper()
 	if code, _, stderr := runMain(t, vars, "migrate"); code != ExitOK {
 		t.Fatalf("migrate: exit %d\n%s", code, stderr)
 	}
-	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: vars["DIGEST_DATABASE_URL"]})
+	store, _ := openPostgres(t, vars["DIGEST_DATABASE_URL"])
+	return store
+}
+
+// openPostgres opens the PostgreSQL store on a pool of its own on url, and
+// returns the pool too, closed when the test ends.
+func openPostgres(t *testing.T, url string) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool, err := postgres.NewPool(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.Close() })
-	return store
+	t.Cleanup(pool.Close)
+	return postgres.New(pool, postgres.Config{}), pool
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/sqlite"
 )
 
@@ -20,7 +19,7 @@ func TestReviewAcknowledgeRefusesUnsentWithoutTheFlag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	store, err := sqlite.Open(ctx, ledger.Config{Path: path})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

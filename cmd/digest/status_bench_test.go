@@ -67,16 +67,12 @@ func BenchmarkStatus(b *testing.B) {
 		return d, st
 	}
 	digestCmd("migrate")
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := postgres.NewPool(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := postgres.New(pool, postgres.Config{})
 
 	week := digest.ISOWeek{Year: 2026, Week: 48}
 	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}

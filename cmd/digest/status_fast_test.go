@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/sqlite"
 	"github.com/weeklydigest/digest/snapshot"
 	"github.com/weeklydigest/digest/weekstatus"
@@ -365,7 +364,7 @@ func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
 		w.run("--shard", fmt.Sprintf("%d/2", i))
 	}
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, ledger.Config{Path: w.vars["DIGEST_LEDGER_PATH"]})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: w.vars["DIGEST_LEDGER_PATH"]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,7 +212,7 @@ func pushWeekOf(ctx context.Context, env *Env, url string, log *slog.Logger, sto
 // than a state that could not say whether the week is complete; the log
 // says to run "digest status --snapshot FILE" with
 // DIGEST_PUSHGATEWAY_URL instead.
-func pushReviewedWeek(ctx context.Context, env *Env, wp weekPush, store ledger.Store, w digest.ISOWeek) {
+func pushReviewedWeek(ctx context.Context, env *Env, wp weekPush, store *ledgerDB, w digest.ISOWeek) {
 	if wp.url == "" {
 		return
 	}
@@ -274,7 +274,7 @@ func (s *settings) weekPush() weekPush {
 
 // pushReviewedKey pushes the state of the week of key's receipt; see
 // pushReviewedWeek.
-func pushReviewedKey(ctx context.Context, env *Env, wp weekPush, store ledger.Store, key digest.Key) {
+func pushReviewedKey(ctx context.Context, env *Env, wp weekPush, store *ledgerDB, key digest.Key) {
 	if wp.url == "" {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,16 +35,15 @@ import (
 // separate step with its own grants). The times the store returns (a
 // lease's end, a retry's due time) are on the command's clock (Env.Now),
 // the clock a run schedules its passes by (ledger.CallTimes).
-func openLedger(ctx context.Context, env *Env, lc ledgerConfig, log *slog.Logger) (ledger.Store, error) {
-	cfg := ledger.Config{DatabaseURL: lc.DatabaseURL, Path: lc.LedgerPath, Logger: log, Now: env.Now}
-	if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+func openLedger(ctx context.Context, env *Env, lc ledgerConfig, log *slog.Logger) (*ledgerDB, error) {
+	if err := checkDatabaseURL(lc.DatabaseURL); err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, lc, log, env.Now)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	if cfg.DatabaseURL == "" {
+	if lc.DatabaseURL == "" {
 		if err := store.Migrate(ctx); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("migrate embedded ledger: %w", err)
@@ -85,21 +85,48 @@ func checkSchema(ctx context.Context, lc ledgerConfig, store ledger.Store, log *
 	return nil
 }
 
-// openStore opens PostgreSQL when cfg.DatabaseURL is set, else the SQLite
-// file cfg.Path. It does not migrate.
-func openStore(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
-	if cfg.DatabaseURL != "" {
-		s, err := postgres.Open(ctx, cfg)
+// ledgerDB is a ledger a command opened and, on PostgreSQL, the pool the
+// command built for it: the command owns the pool, shares it with the
+// snapshot source (openSource), and closes it with the ledger.
+type ledgerDB struct {
+	ledger.Store
+	pool *pgxpool.Pool // nil: the embedded SQLite ledger
+}
+
+// Close closes the store, then its pool.
+func (l *ledgerDB) Close() error {
+	err := l.Store.Close()
+	if l.pool != nil {
+		l.pool.Close()
+	}
+	return err
+}
+
+// sharedPool is the ledger's PostgreSQL pool, or nil when l is nil (no
+// ledger opened) or the embedded SQLite ledger.
+func (l *ledgerDB) sharedPool() *pgxpool.Pool {
+	if l == nil {
+		return nil
+	}
+	return l.pool
+}
+
+// openStore opens PostgreSQL on a pool of its own when lc.DatabaseURL is
+// set, else the SQLite file lc.LedgerPath, with now as the store's clock
+// (nil: time.Now). It does not migrate.
+func openStore(ctx context.Context, lc ledgerConfig, log *slog.Logger, now func() time.Time) (*ledgerDB, error) {
+	if lc.DatabaseURL != "" {
+		pool, err := postgres.NewPool(ctx, lc.DatabaseURL)
 		if err != nil {
 			return nil, err
 		}
-		return s, nil
+		return &ledgerDB{Store: postgres.New(pool, postgres.Config{Now: now, Logger: log}), pool: pool}, nil
 	}
-	s, err := sqlite.Open(ctx, cfg)
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: lc.LedgerPath, Now: now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &ledgerDB{Store: s}, nil
 }
 
 // checkDatabaseURL refuses a DIGEST_DATABASE_URL that can never connect

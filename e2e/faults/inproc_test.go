@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/e2etest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/mailpit"
@@ -20,17 +20,19 @@ import (
 // and shorten the backoff.
 type inProcess struct {
 	store  *postgres.Store
+	pool   *pgxpool.Pool // the store's, and the source's
 	mailer *smtp.Mailer
 	now    func() time.Time
 }
 
 func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr string) *inProcess {
 	t.Helper()
-	store, err := postgres.Open(context.Background(), ledger.Config{DatabaseURL: e.URL, Now: now})
+	pool, err := postgres.NewPool(context.Background(), e.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(pool.Close)
+	store := postgres.New(pool, postgres.Config{Now: now})
 	smtpURL, err := smtp.ParseSMTPURL("smtp://" + smtpAddr + "?tls=none")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func openInProcess(t *testing.T, e *e2etest.Env, now func() time.Time, smtpAddr 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	return &inProcess{store: store, mailer: m, now: now}
+	return &inProcess{store: store, pool: pool, mailer: m, now: now}
 }
 
 func (p *inProcess) runner(t *testing.T, cfg run.Config, lookup digest.Lookup) *run.Runner {
@@ -61,7 +63,7 @@ func (p *inProcess) runner(t *testing.T, cfg run.Config, lookup digest.Lookup) *
 	cfg.Now = p.now
 	cfg.SendWorstCase = p.mailer.WorstCase()
 	return &run.Runner{
-		Ledger: p.store, Source: snapshot.NewPostgres(p.store.Pool(), 0), Keyring: kr, Renderer: rend,
+		Ledger: p.store, Source: snapshot.NewPostgres(p.pool, 0), Keyring: kr, Renderer: rend,
 		Mailer: p.mailer, Lookup: lookup, Config: cfg,
 	}
 }

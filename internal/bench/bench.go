@@ -24,7 +24,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/smtp"
@@ -170,15 +169,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer ws.close(ctx)
 	dbURL := ws.url
 
-	store, err := postgres.Open(ctx, ledger.Config{DatabaseURL: dbURL, Logger: cfg.Logger})
+	pool, err := postgres.NewPool(ctx, dbURL)
 	if err != nil {
 		return res, fmt.Errorf("bench: %w", err)
 	}
-	defer store.Close()
+	defer pool.Close()
+	store := postgres.New(pool, postgres.Config{Logger: cfg.Logger})
 	if err := store.Migrate(ctx); err != nil {
 		return res, fmt.Errorf("bench: %w", err)
 	}
-	if err := seed(ctx, &cfg, store.Pool(), &res, progress); err != nil {
+	if err := seed(ctx, &cfg, pool, &res, progress); err != nil {
 		return res, err
 	}
 
@@ -209,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	progress("run: %d customers through the run loop", cfg.Customers)
-	if err := runWeek(ctx, &cfg, store, srv.addr, &res); err != nil {
+	if err := runWeek(ctx, &cfg, store, pool, srv.addr, &res); err != nil {
 		return res, err
 	}
 	if err := plain(1); err != nil {
@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if res.PlainPS > 0 {
 		res.Ratio = res.DigestsPS / res.PlainPS
 	}
-	if err := ledgerSizes(ctx, store.Pool(), &res); err != nil {
+	if err := ledgerSizes(ctx, pool, &res); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -39,8 +39,8 @@ func backendPIDs(ctx context.Context, pool *pgxpool.Pool) ([]uint32, error) {
 }
 
 // runWeek runs the week through the real Runner, ledger, source and mailer,
-// and fills the run's part of res.
-func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr string, res *Result) error {
+// the ledger and the source on pool, and fills the run's part of res.
+func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, pool *pgxpool.Pool, addr string, res *Result) error {
 	keyring, err := newKeyring()
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr strin
 	defer mailer.Close()
 	timed := newTimedLedger(store)
 	r := &run.Runner{
-		Ledger: timed, Mailer: mailer, Source: snapshot.NewPostgres(store.Pool(), 0),
+		Ledger: timed, Mailer: mailer, Source: snapshot.NewPostgres(pool, 0),
 		Keyring: keyring, Renderer: renderer,
 		Config: run.Config{
 			Spec:        digest.Spec{Week: cfg.Week, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
@@ -65,7 +65,7 @@ func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr strin
 		},
 	}
 	var walBefore string
-	if err := store.Pool().QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walBefore); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walBefore); err != nil {
 		return fmt.Errorf("bench: wal position: %w", err)
 	}
 
@@ -80,7 +80,7 @@ func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr strin
 			return fmt.Errorf("bench: cpu profile: %w", err)
 		}
 	}
-	pids, err := backendPIDs(ctx, store.Pool())
+	pids, err := backendPIDs(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runWeek(ctx context.Context, cfg *Config, store *postgres.Store, addr strin
 	}
 	res.DigestsPS = float64(sum.Sent) / res.RunTime.Seconds()
 
-	err = store.Pool().QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walBefore).Scan(&res.WALBytes)
+	err = pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, walBefore).Scan(&res.WALBytes)
 	if err != nil {
 		return fmt.Errorf("bench: wal bytes: %w", err)
 	}

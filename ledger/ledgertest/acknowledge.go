@@ -231,7 +231,7 @@ func testAcknowledgedUndoneByDowngrade(t *testing.T, be Driver) {
 		t.Fatal(err)
 	}
 	before := int64(5) // SQLite: 00007 made acknowledged
-	if cfg.DatabaseURL != "" {
+	if cfg.URL != "" {
 		before = 6 // PostgreSQL: 00008
 	}
 	if err := s.MigrateDownTo(ctx, before); err != nil {
@@ -240,7 +240,7 @@ func testAcknowledgedUndoneByDowngrade(t *testing.T, be Driver) {
 	var state, detail string
 	q := `SELECT r.state, e.detail FROM receipts r JOIN receipt_events e ON e.key = r.key
 		WHERE r.key = '` + string(k[0]) + `' ORDER BY e.id DESC LIMIT 1`
-	if cfg.DatabaseURL == "" {
+	if cfg.URL == "" {
 		db, err := sql.Open("sqlite", "file:"+cfg.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -250,7 +250,7 @@ func testAcknowledgedUndoneByDowngrade(t *testing.T, be Driver) {
 			t.Fatal(err)
 		}
 	} else {
-		conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+		conn, err := pgx.Connect(ctx, cfg.URL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,15 +15,15 @@ import (
 func benchStore(b *testing.B, be Driver) ledger.Store {
 	b.Helper()
 	cfg := be.Fresh(b)
-	if cfg.DatabaseURL != "" {
-		u, err := url.Parse(cfg.DatabaseURL)
+	if cfg.URL != "" {
+		u, err := url.Parse(cfg.URL)
 		if err != nil {
 			b.Fatal(err)
 		}
 		q := u.Query()
 		q.Set("pool_max_conns", "1")
 		u.RawQuery = q.Encode()
-		cfg.DatabaseURL = u.String()
+		cfg.URL = u.String()
 	}
 	s := open(b, be, cfg, nil)
 	if err := s.Migrate(context.Background()); err != nil {

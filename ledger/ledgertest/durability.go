@@ -19,7 +19,7 @@ func testDurabilityHolds(t *testing.T, d Driver) {
 		t.Fatalf("durability: %v", err)
 	}
 	want := "synchronous=FULL journal_mode=wal"
-	if cfg.DatabaseURL != "" {
+	if cfg.URL != "" {
 		want = "synchronous_commit=on"
 	}
 	if !strings.Contains(ss.String(), want) {

@@ -5,31 +5,47 @@
 //
 // A few tests read or write a store's database directly (to search every
 // stored byte for customer data, or to write a row as an older schema
-// did); they know the two databases by Config: DatabaseURL for PostgreSQL,
-// Path for SQLite.
+// did); they know the two databases by Database: URL for PostgreSQL, Path
+// for SQLite.
 package ledgertest
 
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/ledger"
 )
 
+// Database names one database of a store: URL for PostgreSQL, Path for
+// SQLite.
+type Database struct {
+	URL  string
+	Path string
+}
+
+// Clocks are the clocks a store is opened with (its Config's Now and
+// LedgerNow): nil ones are the store's defaults, the process's clock and
+// the database's own.
+type Clocks struct {
+	Now, LedgerNow func() time.Time
+}
+
 // Driver is one store implementation, as the suite sees it.
 type Driver struct {
-	// Fresh returns the Config of a new, empty database that lives as long
-	// as t.
-	Fresh func(t testing.TB) ledger.Config
-	// Open opens the store on cfg, without migrating.
-	Open func(ctx context.Context, cfg ledger.Config) (ledger.Store, error)
-	// Pool, when set, returns the connection pool of a store on a
-	// PostgreSQL server, and also runs the tests of row locks between
-	// concurrent transactions, which hold a transaction open beside the
-	// store's own.
-	Pool func(ledger.Store) *pgxpool.Pool
+	// Fresh returns a new, empty database that lives as long as t.
+	Fresh func(t testing.TB) Database
+	// Open opens the store on db with clocks, without migrating, failing
+	// t if it cannot. What the driver built for it (a pool) is released
+	// when t ends, after the store's Close.
+	Open func(t testing.TB, db Database, clocks Clocks) ledger.Store
+	// Pool, when set, returns a connection pool of its own on a PostgreSQL
+	// database, closed when t ends, and also runs the tests of row locks
+	// between concurrent transactions, which hold a transaction open
+	// beside the store's own.
+	Pool func(t testing.TB, db Database) *pgxpool.Pool
 }
 
 // test is one contract test.
@@ -132,24 +148,28 @@ func Run(t *testing.T, d Driver) {
 }
 
 // open opens a store on cfg with clk, closed when the test ends. clk is
-// both the caller's clock and the ledger's (Config.LedgerNow), so that a
+// both the caller's clock and the ledger's (Clocks.LedgerNow), so that a
 // test moves the time leases and retries are decided by; the tests of
 // skewed clocks (clock.go) open stores on the database's own clock.
-func open(t testing.TB, d Driver, cfg ledger.Config, clk *clock) ledger.Store {
+func open(t testing.TB, d Driver, cfg Database, clk *clock) ledger.Store {
 	t.Helper()
+	var c Clocks
 	if clk != nil {
-		cfg.Now, cfg.LedgerNow = clk.Now, clk.Now
+		c = Clocks{Now: clk.Now, LedgerNow: clk.Now}
 	}
-	s, err := d.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	return openWith(t, d, cfg, c)
+}
+
+// openWith opens a store on cfg with clocks, closed when the test ends.
+func openWith(t testing.TB, d Driver, cfg Database, clocks Clocks) ledger.Store {
+	t.Helper()
+	s := d.Open(t, cfg, clocks)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
 
 // fresh returns a migrated store on a new database, with its clock and config.
-func fresh(t testing.TB, d Driver) (ledger.Store, *clock, ledger.Config) {
+func fresh(t testing.TB, d Driver) (ledger.Store, *clock, Database) {
 	t.Helper()
 	cfg := d.Fresh(t)
 	clk := newClock()

@@ -135,10 +135,10 @@ func testNoCustomerData(t *testing.T, be Driver) {
 
 // dumpDatabase returns all stored content: every row of every table on
 // PostgreSQL; the database file and its WAL on SQLite.
-func dumpDatabase(t *testing.T, cfg ledger.Config) string {
+func dumpDatabase(t *testing.T, cfg Database) string {
 	t.Helper()
 	ctx := context.Background()
-	if cfg.DatabaseURL == "" {
+	if cfg.URL == "" {
 		var b strings.Builder
 		for _, suffix := range []string{"", "-wal"} {
 			data, err := os.ReadFile(cfg.Path + suffix)
@@ -159,7 +159,7 @@ func dumpDatabase(t *testing.T, cfg ledger.Config) string {
 		}
 		return b.String() + text
 	}
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	conn, err := pgx.Connect(ctx, cfg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 )
 
 // The pin counts the week's receipts by key id: every receipt of the ISO
@@ -66,10 +65,10 @@ func testPinSnapshotFromBeforeZonesAdoptsFirstRun(t *testing.T, be Driver) {
 
 // insertLegacyPin writes a pin as the schema before 00003 would have:
 // without zone and key id.
-func insertLegacyPin(t *testing.T, cfg ledger.Config, pin digest.SnapshotPin, asOf time.Time) {
+func insertLegacyPin(t *testing.T, cfg Database, pin digest.SnapshotPin, asOf time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	if cfg.DatabaseURL == "" {
+	if cfg.URL == "" {
 		db, err := sql.Open("sqlite", "file:"+cfg.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +80,7 @@ func insertLegacyPin(t *testing.T, cfg ledger.Config, pin digest.SnapshotPin, as
 		}
 		return
 	}
-	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	conn, err := pgx.Connect(ctx, cfg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

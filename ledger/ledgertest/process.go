@@ -29,11 +29,7 @@ func helperProcess(t *testing.T, be Driver) {
 		return
 	}
 	ctx := context.Background()
-	cfg := ledger.Config{DatabaseURL: os.Getenv("HELPER_DATABASE_URL"), Path: os.Getenv("HELPER_PATH")}
-	s, err := be.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := be.Open(t, Database{URL: os.Getenv("HELPER_DATABASE_URL"), Path: os.Getenv("HELPER_PATH")}, Clocks{})
 	defer s.Close()
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
@@ -66,7 +62,7 @@ func testTwoProcesses(t *testing.T, be Driver) {
 	for i := range children {
 		top, _, _ := strings.Cut(t.Name(), "/")
 		cmd := exec.Command(os.Args[0], "-test.run=^"+top+"$/^HelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DATABASE_URL="+cfg.DatabaseURL,
+		cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DATABASE_URL="+cfg.URL,
 			"HELPER_PATH="+cfg.Path, "HELPER_KEY="+string(key))
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()

@@ -81,10 +81,10 @@ func testTakeoverOfStartedSendSaysWhen(t *testing.T, be Driver) {
 // write the same rows concurrently, in no set order): a locked row is
 // skipped and reported as not renewed, its lease unchanged.
 func testRenewSkipsLockedRows(t *testing.T, be Driver) {
-	s, clk, _ := fresh(t, be)
+	s, clk, cfg := fresh(t, be)
 	ctx := context.Background()
 	c1, c2 := mustClaim(t, s, req(keys(t, "customer_1"), "fp1")), mustClaim(t, s, req(keys(t, "customer_2"), "fp1"))
-	tx, err := be.Pool(s).Begin(ctx)
+	tx, err := be.Pool(t, cfg).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

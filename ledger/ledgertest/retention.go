@@ -386,8 +386,8 @@ func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
 	ctx := context.Background()
 	t.Run("prune first", func(t *testing.T) {
 		t.Parallel()
-		s, clk, _ := fresh(t, be)
-		pool := be.Pool(s)
+		s, clk, cfg := fresh(t, be)
+		pool := be.Pool(t, cfg)
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -419,10 +419,10 @@ func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
 	})
 	t.Run("run first", func(t *testing.T) {
 		t.Parallel()
-		s, clk, _ := fresh(t, be)
+		s, clk, cfg := fresh(t, be)
 		send(t, s, keys(t, "a"), "ref-1")
 		clk.Advance(old)
-		pool := be.Pool(s)
+		pool := be.Pool(t, cfg)
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -456,7 +456,7 @@ func testPruneAndRunStartDoNotCrossPostgres(t *testing.T, be Driver) {
 // start is under way: it waits for it and then keeps the week's receipts.
 func testPruneEndingWaitsForRunStartPostgres(t *testing.T, be Driver) {
 	ctx := context.Background()
-	s, clk, _ := fresh(t, be)
+	s, clk, cfg := fresh(t, be)
 	ender, ok := s.(ledger.StaleClaimEnder)
 	if !ok {
 		t.Fatalf("%T is not a ledger.StaleClaimEnder", s)
@@ -468,7 +468,7 @@ func testPruneEndingWaitsForRunStartPostgres(t *testing.T, be Driver) {
 	if err != nil || len(page) != 1 {
 		t.Fatalf("stale claims: %+v, %v; want 1", page, err)
 	}
-	pool := be.Pool(s)
+	pool := be.Pool(t, cfg)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -17,10 +17,9 @@ const skew = 3 * time.Hour
 // openSkewed opens a store on cfg whose process clock is off by offset
 // and whose ledger's clock is the database's own (as every command
 // opens it).
-func openSkewed(t *testing.T, d Driver, cfg ledger.Config, offset time.Duration) ledger.Store {
+func openSkewed(t *testing.T, d Driver, cfg Database, offset time.Duration) ledger.Store {
 	t.Helper()
-	cfg.Now = func() time.Time { return time.Now().Add(offset) }
-	return open(t, d, cfg, nil)
+	return openWith(t, d, cfg, Clocks{Now: func() time.Time { return time.Now().Add(offset) }})
 }
 
 // Leases and retries are decided by the ledger's clock: processes whose

@@ -11,19 +11,16 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
-// claimManySQL (sql/claim.sql) decides a set of ClaimRequests in one
-// statement, one row each; claimOneSQL is its form for one request.
+// claimSQL (sql/claim.sql) decides a set of ClaimRequests in one
+// statement, one row each: a single request is a set of one, so that one
+// statement, written once, makes every claim decision.
 // No two requests of one statement share a candidate key (see rounds).
-//
-// $1 candidate keys of each request joined by ',' (current first; keys
-// never contain a comma), $2 fingerprints, $3 the requests' ISO week (one
-// statement per week, see weekRounds), $4 run ids,
-// $5 leases in microseconds, $6 the stand-in for the ledger's clock
-// (Store.clockArg), $7-$11 the history texts (ledger.ClaimHistoryTexts).
-// The lease ends, and an expired one is taken over, by the server's now():
-// the caller's clock decides nothing (see ledger.CallTimes).
+// Its arguments are named (claimArgs). The lease ends, and an expired one
+// is taken over, by the server's now(): the caller's clock decides nothing
+// (see ledger.CallTimes).
 //
 // It relies on two PostgreSQL behaviours:
 //   - INSERT … ON CONFLICT DO UPDATE takes the row lock of the conflicting
@@ -40,20 +37,37 @@ import (
 // after that snapshot. Rows are inserted in key order, so two statements
 // lock shared keys in the same order.
 var (
-	claimManySQL = queries.Get("ClaimMany")
-	claimOneSQL  = queries.Get("ClaimOne")
-	readSQL      = queries.Get("ReadGoverning")
+	claimSQL = queries.Get("Claim")
+	readSQL  = queries.Get("ReadGoverning")
 )
 
-// scanStored scans the columns claimManySQL and readSQL return; at is
+// claimArgs are claimSQL's arguments for reqs, all of week, with the
+// stand-in for the ledger's clock (Store.clockArg).
+func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.StrictNamedArgs {
+	cands, fps, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)),
+		make([]string, len(reqs)), make([]int64, len(reqs))
+	for i, r := range reqs {
+		cands[i] = strings.Join(rules.KeyStrings(r.Keys), ",")
+		fps[i], runs[i], leases[i] = r.Fingerprint, r.RunID, rules.Micros(r.Lease)
+	}
+	return pgx.StrictNamedArgs{
+		"candidates": cands, "fingerprints": fps, "run_ids": runs, "leases": leases,
+		"week": week, "clock": clock,
+		"quarantined": ledger.HistoryQuarantined, "claimed": ledger.HistoryClaimed,
+		"taken_over": ledger.HistoryTakenOver, "claimed_again": ledger.HistoryClaimedAgain,
+		"maybe_sent": ledger.HistoryMaybeSent,
+	}
+}
+
+// scanStored scans the columns claimSQL and readSQL return; at is
 // the ledger's time of the statement.
-func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.Time, err error) {
+func scanStored(row pgx.Row) (c *rules.Stored, idx int, changed bool, at time.Time, err error) {
 	var (
 		state, key          string
 		lease, next, sentAt *time.Time
 		ref                 *string
 	)
-	c = &ledger.Stored{}
+	c = &rules.Stored{}
 	err = row.Scan(&idx, &changed, &key, &state, &c.Fingerprint, &c.Attempts, &c.Token,
 		&lease, &next, &sentAt, &ref, &c.MaybeSent, &c.TakenOver, &at)
 	if err != nil {
@@ -69,7 +83,7 @@ func scanStored(row pgx.Row) (c *ledger.Stored, idx int, changed bool, at time.T
 // transaction: one multi-row statement per round (see rounds), usually one.
 func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateClaims(reqs); err != nil {
+	if err := rules.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	asked, clock := s.nowUTC(), s.clockArg()
@@ -80,19 +94,11 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, st := range stmts {
-			round := st.idx
-			cands, fps, runs, leases := make([]string, len(round)), make([]string, len(round)),
-				make([]string, len(round)), make([]int64, len(round))
-			for j, i := range round {
-				r := reqs[i]
-				cands[j] = strings.Join(ledger.KeyStrings(r.Keys), ",")
-				fps[j], runs[j], leases[j] = r.Fingerprint, r.RunID, ledger.Micros(r.Lease)
+			round := make([]digest.ClaimRequest, len(st.idx))
+			for j, i := range st.idx {
+				round[j] = reqs[i]
 			}
-			if len(round) == 1 {
-				b.Queue(claimOneSQL, append([]any{cands[0], fps[0], st.week, runs[0], leases[0], clock}, ledger.ClaimHistoryTexts()...)...)
-				continue
-			}
-			b.Queue(claimManySQL, append([]any{cands, fps, st.week, runs, leases, clock}, ledger.ClaimHistoryTexts()...)...)
+			b.Queue(claimSQL, claimArgs(round, st.week, clock))
 		}
 		return b
 	}
@@ -114,9 +120,9 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 				decided[i] = true
 				times := ledger.CallTimes{Ledger: at, Caller: asked}
 				if changed && c.State == digest.StateClaimed {
-					res[i] = times.Result(ledger.Claimed(c, at))
+					res[i] = times.Result(rules.Claimed(c, at))
 				} else {
-					res[i] = times.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
+					res[i] = times.Result(rules.Unclaimed(c, reqs[i].Fingerprint, at))
 				}
 			}
 			if err := rows.Err(); err != nil {
@@ -147,7 +153,9 @@ func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []dige
 func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, missing []int, res []digest.ClaimResult, asked time.Time) error {
 	b := &pgx.Batch{}
 	for _, i := range missing {
-		b.Queue(readSQL, ledger.KeyStrings(reqs[i].Keys), reqs[i].Week.String(), s.clockArg())
+		b.Queue(readSQL, pgx.StrictNamedArgs{
+			"candidates": rules.KeyStrings(reqs[i].Keys), "week": reqs[i].Week.String(), "clock": s.clockArg(),
+		})
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -160,7 +168,7 @@ func (s *Store) readMissing(ctx context.Context, reqs []digest.ClaimRequest, mis
 		case err != nil:
 			return fmt.Errorf("claim %s: read: %w", reqs[i].Keys[0], err)
 		default:
-			res[i] = ledger.CallTimes{Ledger: at, Caller: asked}.Result(ledger.Unclaimed(c, reqs[i].Fingerprint, at))
+			res[i] = ledger.CallTimes{Ledger: at, Caller: asked}.Result(rules.Unclaimed(c, reqs[i].Fingerprint, at))
 		}
 	}
 	return br.Close()

@@ -23,11 +23,7 @@ func TestPruneCutsByTheServersClock(t *testing.T) {
 	// ledgerNow, set, stands in for the server's clock (a store of a
 	// hundred days ago).
 	open := func(now, ledgerNow func() time.Time) *Store {
-		s, err := Open(ctx, ledger.Config{DatabaseURL: url, Now: now, LedgerNow: ledgerNow})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, _ := OpenTest(t, url, Config{Now: now, LedgerNow: ledgerNow})
 		return s
 	}
 	run := open(time.Now, nil)
@@ -97,11 +93,7 @@ func TestRollBackSeesLiveClaimsByTheServersClock(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Schema(t)
 	open := func(now func() time.Time) *Store {
-		s, err := Open(ctx, ledger.Config{DatabaseURL: url, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s, _ := OpenTest(t, url, Config{Now: now})
 		return s
 	}
 	run := open(time.Now)

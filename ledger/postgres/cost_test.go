@@ -15,7 +15,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
@@ -90,15 +89,10 @@ func TestCostPerDigest(t *testing.T) {
 	q := u.Query()
 	q.Set("pool_max_conns", "1")
 	u.RawQuery = q.Encode()
-	s, err := postgres.Open(ctx, ledger.Config{DatabaseURL: u.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, pool := postgres.OpenTest(t, u.String(), postgres.Config{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pool := s.Pool()
 	week := digest.ISOWeek{Year: 2026, Week: 32}
 	// As runs do: each start creates its week's partition. The 13 weeks
 	// before are there as under the default replay horizon (90 days), so

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/internal/pgtest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
@@ -28,11 +28,11 @@ func withParam(t *testing.T, connString, k, v string) string {
 	return u.String()
 }
 
-// showOn returns SHOW name on one of the store's connections.
-func showOn(t *testing.T, s *postgres.Store, name string) string {
+// showOn returns SHOW name on one of pool's connections.
+func showOn(t *testing.T, pool *pgxpool.Pool, name string) string {
 	t.Helper()
 	var v string
-	if err := s.Pool().QueryRow(context.Background(), "SHOW "+name).Scan(&v); err != nil {
+	if err := pool.QueryRow(context.Background(), "SHOW "+name).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -103,15 +103,11 @@ func TestSessionsCommitSynchronouslyWhateverTheDefault(t *testing.T) {
 		{"a stronger value is kept", withParam(t, roleURL, "synchronous_commit", "remote_apply"), "remote_apply"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := postgres.Open(ctx, ledger.Config{DatabaseURL: tc.url})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s, pool := postgres.OpenTest(t, tc.url, postgres.Config{})
 			if err := s.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := showOn(t, s, "synchronous_commit"); got != tc.want {
+			if got := showOn(t, pool, "synchronous_commit"); got != tc.want {
 				t.Fatalf("SHOW synchronous_commit on the store's connection = %q, want %q", got, tc.want)
 			}
 			ss, err := s.Durability(ctx)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The SQLSTATEs the store tells apart (PostgreSQL's errcodes.txt; the
@@ -29,29 +30,29 @@ const (
 // stayed busy; transient when the connection failed or the server was
 // going away or full, or when pgconn knows nothing reached the server;
 // else fatal.
-func classOf(err error) ledger.Class {
+func classOf(err error) ledger.ErrorClass {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case sqlstateSerializationFailure, sqlstateDeadlockDetected, sqlstateLockNotAvailable:
-			return ledger.ClassConflict
+			return ledger.Conflict
 		case sqlstateTooManyConnections, sqlstateAdminShutdown, sqlstateCrashShutdown, sqlstateCannotConnectNow:
-			return ledger.ClassTransient
+			return ledger.Transient
 		}
 		if strings.HasPrefix(pgErr.Code, sqlstateClassConnectionException) {
-			return ledger.ClassTransient
+			return ledger.Transient
 		}
-		return ledger.ClassFatal
+		return ledger.Fatal
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return ledger.ClassTransient
+		return ledger.Transient
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
-		return ledger.ClassTransient
+		return ledger.Transient
 	}
-	return ledger.ClassFatal
+	return ledger.Fatal
 }
 
-// classify classifies *errp as it leaves the store; see ledger.Classify.
-func classify(errp *error) { ledger.Classify(errp, classOf) }
+// classify classifies *errp as it leaves the store; see rules.Classify.
+func classify(errp *error) { rules.Classify(errp, classOf) }

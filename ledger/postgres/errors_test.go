@@ -25,10 +25,10 @@ func errKey(t *testing.T) digest.Key {
 }
 
 // wantClass checks that err left the store as a DriverError of class c.
-func wantClass(t *testing.T, what string, err error, c ledger.Class) {
+func wantClass(t *testing.T, what string, err error, c ledger.ErrorClass) {
 	t.Helper()
 	var de *ledger.DriverError
-	if err == nil || !errors.As(err, &de) || ledger.ClassOf(err) != c {
+	if err == nil || !errors.As(err, &de) || ledger.ErrorClassOf(err) != c {
 		t.Fatalf("%s: %v (%T), want a %s DriverError", what, err, err, c)
 	}
 }
@@ -40,33 +40,25 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	_, err := postgres.Open(ctx, ledger.Config{DatabaseURL: "postgres://digest@127.0.0.1:1/test?connect_timeout=5"})
-	wantClass(t, "open a port nobody listens on", err, ledger.ClassTransient)
+	_, err := postgres.NewPool(ctx, "postgres://digest@127.0.0.1:1/test?connect_timeout=5")
+	wantClass(t, "open a port nobody listens on", err, ledger.Transient)
 
 	url := pgtest.Schema(t)
-	bare, err := postgres.Open(ctx, ledger.Config{DatabaseURL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bare.Close()
+	bare, _ := postgres.OpenTest(t, url, postgres.Config{})
 	_, err = bare.Counts(ctx, errWeek)
-	wantClass(t, "count before migrating", err, ledger.ClassFatal)
+	wantClass(t, "count before migrating", err, ledger.Fatal)
 
 	// lock_timeout (milliseconds) reaches the server as a run-time setting.
 	withTimeout := url + " lock_timeout=200"
 	if strings.Contains(url, "://") {
 		withTimeout = url + "&lock_timeout=200"
 	}
-	s, err := postgres.Open(ctx, ledger.Config{DatabaseURL: withTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, pool := postgres.OpenTest(t, withTimeout, postgres.Config{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = s.Show(ctx, errKey(t))
-	if !errors.Is(err, ledger.ErrNotFound) || ledger.ClassOf(err) != ledger.ClassFatal {
+	if !errors.Is(err, ledger.ErrNotFound) || ledger.ErrorClassOf(err) != ledger.Fatal {
 		t.Fatalf("show an unknown key: %v, want ErrNotFound", err)
 	}
 	var de *ledger.DriverError
@@ -80,7 +72,7 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	if errs, err := s.Finish(ctx, []digest.Finish{{Key: res[0].Key, Token: res[0].Token, State: digest.StateHeld}}); err != nil || errs[0] != nil {
 		t.Fatalf("finish held: %v %v", errs, err)
 	}
-	tx, err := s.Pool().Begin(ctx)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +81,5 @@ func TestErrorsLeaveClassified(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Release(ctx, res[0].Key, ledger.Action{By: "test", Reason: "lock held elsewhere"})
-	wantClass(t, "release a row locked elsewhere", err, ledger.ClassConflict)
+	wantClass(t, "release a row locked elsewhere", err, ledger.Conflict)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The provider events' statements, in sql/events.sql.
@@ -63,7 +64,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 			return err
 		}
 		if e.Key != "" && e.Kind.NotesReceipt() {
-			rows, err := tx.Query(ctx, noteReceiptSQL, string(e.Key), now, ledger.ProviderNote(e))
+			rows, err := tx.Query(ctx, noteReceiptSQL, string(e.Key), now, rules.ProviderNote(e))
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 				return err
 			}
 			weeks := p.Weeks(occurred)
-			rows, err := tx.Query(ctx, softBounceWeeksSQL, ledger.SuppressionKeyStrings(e.AddressKeys), weeks)
+			rows, err := tx.Query(ctx, softBounceWeeksSQL, rules.KeyStrings(e.AddressKeys), weeks)
 			if err != nil {
 				return err
 			}
@@ -90,14 +91,14 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 			if err != nil {
 				return err
 			}
-			out.SoftBounceWeeks = ledger.Streak(weeks, bounced)
+			out.SoftBounceWeeks = rules.Streak(weeks, bounced)
 			reason, suppress = digest.ReasonSoftBounce, out.SoftBounceWeeks >= len(weeks)
 		}
 		if !suppress {
 			return nil
 		}
 		var id int64
-		err = tx.QueryRow(ctx, suppressSQL, ledger.SuppressionKeyStrings(e.AddressKeys), string(digest.SubjectAddress),
+		err = tx.QueryRow(ctx, suppressSQL, rules.KeyStrings(e.AddressKeys), string(digest.SubjectAddress),
 			string(reason), e.Provider, "", now).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // suppressed already
@@ -174,7 +175,7 @@ func utcOrZero(t *time.Time) time.Time {
 // AdvanceWatermark moves provider's operator watermark forward to until.
 func (s *Store) AdvanceWatermark(ctx context.Context, provider string, until time.Time, by ledger.Action) (_ time.Time, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateAdvance(provider, until, by, s.now()); err != nil {
+	if err := rules.ValidateAdvance(provider, until, by, s.now()); err != nil {
 		return time.Time{}, err
 	}
 	var now time.Time

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The expectation statements, in sql/runs.sql.
@@ -52,7 +53,7 @@ func (s *Store) Expectations(ctx context.Context, pin digest.SnapshotPin) (_ led
 	)
 	_, err = pgx.ForEachRow(rows, []any{&e.Shard, &e.AsOf, &e.Zone, &e.KeyID, &e.SendEmpty, &e.Send, &e.Suppressed, &e.Empty,
 		&e.NotBuilt, &ghosts, &e.OtherKeyIDs, &e.RunID, &e.RecordedAt}, func() error {
-		g, err := ledger.ParseGhosts(ghosts)
+		g, err := rules.ParseGhosts(ghosts)
 		if err != nil {
 			return err
 		}

@@ -9,26 +9,29 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
-// The fenced statements, in sql/fence.sql; each *One form is its *Many
-// form for one element, with scalar arguments.
+// The fenced statements, in sql/fence.sql, one for each decision: they take
+// their arguments by name, arrays of one element per fence, a single fence
+// as a set of one.
 //
-// startManySQL marks claims' sends as started, one row per fence: $1 keys,
-// $2 tokens, $3 the clock (Store.clockArg), $4 the history text. Only the current token of a row
-// still in state claimed matches; an expired lease nobody took over still
-// holds the row. It returns the 1-based positions of the fences that
-// matched.
+// startSQL marks claims' sends as started, one row per fence: keys,
+// tokens, the clock (Store.clockArg), the history text. Only the current
+// token of a row still in state claimed matches; an expired lease nobody
+// took over still holds the row. It returns the 1-based positions of the
+// fences that matched.
 //
-// Plans: r.key = ANY($1) gives the planner a primary-key probe per key; the
+// Plans: r.key = ANY(@keys) gives the planner a primary-key probe per key; the
 // state is compared with a column of f, not a constant, so that no plan
 // reads every receipt in state 'claimed' through an index on state (stale
 // statistics estimated a handful and thousands were read, dead entries
 // included). The unnest is materialized once: as the inner side of a nested
 // loop it was evaluated again for every receipt.
 //
-// renewSQL extends the leases of claims still held: $1 keys, $2 tokens,
-// $3 the lease in microseconds, added to the server's now(), $4 the clock. The same fence as startManySQL, so a claim
+// renewSQL extends the leases of claims still held: keys, tokens, the
+// lease in microseconds, added to the server's now(), the clock. The same
+// fence as startSQL, so a claim
 // another run took over is not renewed; an expired lease nobody took over
 // is.
 //
@@ -40,25 +43,22 @@ import (
 // renews each claim many times. lease_expires_at is in no index, so this
 // is a HOT update like the mark.
 //
-// finishManySQL ends claims, one row per Finish: $1 keys, $2 tokens, $3 new
-// states, $4 provider refs, $5 next attempts, $6 maybe sent (retryable),
-// $7 reasons, $8 run ids, $9 history details, $10 the clock. A next
-// attempt travels as its delay (ledger.CallTimes.Delay), added to the
-// server's now(). The same fence as
-// startManySQL; it returns the positions that matched.
+// finishSQL ends claims, one row per Finish: keys, tokens, new states,
+// provider refs, next attempts, maybe sent (retryable), reasons, run ids,
+// history details, address keys, the clock. A next attempt travels as its
+// delay (ledger.CallTimes.Delay), added to the server's now(). The same
+// fence as startSQL; it returns the positions that matched.
 //
 // observeSQL records one observation and reads, from the statement's
 // snapshot (which excludes the new row), the previous observation and the
 // governing receipt. $1 candidate keys, $2 fingerprint, $3 run id, $4 week,
 // $5 the clock; it returns the server's time last.
 var (
-	startManySQL  = queries.Get("StartMany")
-	startOneSQL   = queries.Get("StartOne")
-	renewSQL      = queries.Get("RenewMany")
-	finishManySQL = queries.Get("FinishMany")
-	finishOneSQL  = queries.Get("FinishOne")
-	observeSQL    = queries.Get("Observe")
-	endClaimSQL   = queries.Get("EndClaim")
+	startSQL    = queries.Get("Start")
+	renewSQL    = queries.Get("Renew")
+	finishSQL   = queries.Get("Finish")
+	observeSQL  = queries.Get("Observe")
+	endClaimSQL = queries.Get("EndClaim")
 	// receiptWeeksSQL reads the weeks of the keys $1 (see fenceWeeks).
 	receiptWeeksSQL = queries.Get("ReceiptWeeks")
 )
@@ -72,15 +72,13 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 		return nil, fmt.Errorf("start sending: %w", err)
 	}
 	return s.fenced(ctx, "start sending", len(fences), func(i int) digest.Key { return fences[i].Key }, weeks,
-		func(st weekRound) (string, []any) {
+		func(st weekRound) (string, pgx.StrictNamedArgs) {
 			keys, tokens := make([]string, len(st.idx)), make([]int64, len(st.idx))
 			for j, i := range st.idx {
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 			}
-			if len(st.idx) == 1 {
-				return startOneSQL, []any{keys[0], tokens[0], clock, ledger.HistorySendStarted, st.week}
-			}
-			return startManySQL, []any{keys, tokens, clock, ledger.HistorySendStarted, st.week}
+			return startSQL, pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "clock": clock,
+				"replaced": ledger.HistorySendStarted, "week": st.week}
 		})
 }
 
@@ -148,7 +146,8 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 			for j, i := range st.idx {
 				keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 			}
-			b.Queue(renewSQL, keys, tokens, ledger.Micros(lease), clock, st.week)
+			b.Queue(renewSQL, pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "lease": rules.Micros(lease),
+				"clock": clock, "week": st.week})
 		}
 		return b
 	}
@@ -186,7 +185,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 // Finish records each outcome, in one round trip.
 func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateFinishes(fs); err != nil {
+	if err := rules.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	times, clock := ledger.CallTimes{Caller: s.nowUTC()}, s.clockArg()
@@ -195,7 +194,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 		return nil, fmt.Errorf("finish: %w", err)
 	}
 	return s.fenced(ctx, "finish", len(fs), func(i int) digest.Key { return fs[i].Key }, weeks,
-		func(st weekRound) (string, []any) {
+		func(st weekRound) (string, pgx.StrictNamedArgs) {
 			round := st.idx
 			n := len(round)
 			keys, tokens, states, refs := make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
@@ -205,29 +204,28 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				f := fs[i]
 				keys[j], tokens[j], states[j], refs[j] = string(f.Key), f.Token, string(f.State), f.ProviderRef
 				if f.State == digest.StateRetryable {
-					next := ledger.Micros(times.Delay(f))
+					next := rules.Micros(times.Delay(f))
 					nexts[j] = &next
 				}
 				maybes[j], reasons[j], runs[j], details[j], addrs[j] = f.MaybeSent, f.Reason, f.RunID, ledger.FinishDetail(f), f.AddressKey
 			}
-			if n == 1 {
-				return finishOneSQL, []any{keys[0], tokens[0], states[0], refs[0], nexts[0], maybes[0], reasons[0], runs[0], details[0], clock, st.week, addrs[0]}
-			}
-			return finishManySQL, []any{keys, tokens, states, refs, nexts, maybes, reasons, runs, details, clock, st.week, addrs}
+			return finishSQL, pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "states": states, "refs": refs,
+				"nexts": nexts, "maybes": maybes, "reasons": reasons, "run_ids": runs, "details": details,
+				"address_keys": addrs, "clock": clock, "week": st.week}
 		})
 }
 
 // fenced runs fenced multi-row updates, one statement per round of one
 // week (weeks[i] is element i's), in one round trip; an element whose
 // position is not returned lost its claim.
-func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, weeks []string, stmt func(weekRound) (string, []any)) ([]error, error) {
+func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int) digest.Key, weeks []string, stmt func(weekRound) (string, pgx.StrictNamedArgs)) ([]error, error) {
 	stmts := weekRounds(n, func(i int) string { return weeks[i] }, func(i int) []digest.Key { return []digest.Key{keyOf(i)} })
 	errs := make([]error, n)
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, st := range stmts {
 			sql, args := stmt(st)
-			b.Queue(sql, args...)
+			b.Queue(sql, args)
 		}
 		return b
 	}
@@ -260,7 +258,7 @@ func (s *Store) fenced(ctx context.Context, what string, n int, keyOf func(i int
 // one round trip. No receipt changes.
 func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateObservations(obs); err != nil {
+	if err := rules.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	clock := s.clockArg()
@@ -268,7 +266,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 	build := func() *pgx.Batch {
 		b := &pgx.Batch{}
 		for _, o := range obs {
-			b.Queue(observeSQL, ledger.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), clock)
+			b.Queue(observeSQL, rules.KeyStrings(o.Keys), o.Fingerprint, o.RunID, o.Week.String(), clock)
 		}
 		return b
 	}
@@ -282,12 +280,12 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err := br.QueryRow().Scan(&prev, &key, &state, &fp, &lease, &next, &sent, &at); err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			var c *ledger.Stored
+			var c *rules.Stored
 			if key != nil {
-				c = &ledger.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
+				c = &rules.Stored{Key: digest.Key(*key), State: digest.State(*state), Fingerprint: *fp,
 					LeaseExpires: timeOrZero(lease), NextAttempt: timeOrZero(next), SentAt: timeOrZero(sent)}
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, at), PreviousAt: timeOrZero(prev)}
+			out[i] = digest.Observed{Would: rules.ObservedOutcome(c, o.Fingerprint, at), PreviousAt: timeOrZero(prev)}
 		}
 		return nil
 	}

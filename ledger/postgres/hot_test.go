@@ -10,12 +10,11 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 )
 
 // happyPathColumns are the columns of receipts that the send mark and the
-// finish to sent set (sql/fence.sql, StartMany and FinishMany).
+// finish to sent set (sql/fence.sql, Start and Finish).
 var happyPathColumns = []string{"state", "previous_state", "send_started", "send_started_at", "updated_at",
 	"lease_expires_at", "sent_at", "provider_ref", "next_attempt_at", "maybe_sent", "last_error", "address_key", "run_id"}
 
@@ -28,11 +27,7 @@ var happyPathColumns = []string{"state", "previous_state", "send_started", "send
 func TestHappyPathChangesNoIndexedColumn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, pool := postgres.OpenTest(t, pgtest.Schema(t), postgres.Config{})
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +35,7 @@ func TestHappyPathChangesNoIndexedColumn(t *testing.T) {
 	if _, err := s.StartWeek(ctx, digest.SnapshotPin{Type: "weekly_activity", Week: week, Version: "v1"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Pool().Query(ctx, `
+	rows, err := pool.Query(ctx, `
 		SELECT i.indexrelid::regclass::text, a.attname::text
 		FROM pg_index i
 		JOIN pg_partition_tree('receipts') p ON p.relid = i.indrelid

@@ -18,6 +18,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -44,11 +45,7 @@ func (c *partClock) Advance(d time.Duration) { c.skew.Add(int64(d)) }
 func openPartitioned(t *testing.T) (*Store, *partClock) {
 	t.Helper()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)} // 2026-W10
-	s, err := Open(context.Background(), ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now, LedgerNow: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := OpenTest(t, pgtest.Schema(t), Config{Now: clk.Now, LedgerNow: clk.Now})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +210,7 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)}
 	schemaURL := pgtest.Schema(t)
-	owner, err := Open(ctx, ledger.Config{DatabaseURL: schemaURL, Now: clk.Now, LedgerNow: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { owner.Close() })
+	owner, _ := OpenTest(t, schemaURL, Config{Now: clk.Now, LedgerNow: clk.Now})
 	if err := owner.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +241,7 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.User(role)
-	job, err := Open(ctx, ledger.Config{DatabaseURL: u.String(), Now: clk.Now, LedgerNow: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { job.Close() })
+	job, _ := OpenTest(t, u.String(), Config{Now: clk.Now, LedgerNow: clk.Now})
 
 	if out, err := job.ensurePartition(ctx, w32); err != nil || out != partitionNotAllow {
 		t.Fatalf("ensure under the job role: %q, %v; want %q", out, err, partitionNotAllow)
@@ -419,7 +408,7 @@ func TestPruneDropsASettledWeeksPartition(t *testing.T) {
 		t.Error("receipts_2026_w31 still exists: a fully settled week is dropped whole")
 	}
 	var events int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipt_events WHERE key = ANY($1)`, ledger.KeyStrings(append(sent, retried...))).Scan(&events); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM receipt_events WHERE key = ANY($1)`, rules.KeyStrings(append(sent, retried...))).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
 	if events != 0 {
@@ -489,11 +478,7 @@ func TestMigrationPartitionsExistingReceipts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)} // 2026-W10
-	s, err := Open(ctx, ledger.Config{DatabaseURL: pgtest.Schema(t), Now: clk.Now, LedgerNow: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := OpenTest(t, pgtest.Schema(t), Config{Now: clk.Now, LedgerNow: clk.Now})
 	db := stdlib.OpenDBFromPool(s.pool)
 	t.Cleanup(func() { db.Close() })
 	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))

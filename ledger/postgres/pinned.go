@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // Pinned returns what the first run of pin fixed (as_of, zone, key id),
@@ -42,7 +43,7 @@ func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Tim
 	err = s.pool.QueryRow(ctx, repinSQL, pin.Type, pin.Week.String(), pin.Version, asOf.UTC().Truncate(time.Microsecond),
 		s.nowUTC(), by.Detail("repinned")).Scan(&from)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, ledger.RepinRefused(ctx, s, pin, asOf)
+		return time.Time{}, rules.RepinRefused(ctx, s, pin, asOf)
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("repin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)

@@ -50,57 +50,39 @@ var (
 	_ ledger.Store  = (*Store)(nil)
 )
 
-// Open connects to cfg.DatabaseURL and checks the connection.
-func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
-	defer classify(&err)
-	cfg = cfg.WithDefaults()
-	if cfg.DatabaseURL == "" {
-		return nil, fmt.Errorf("%w: open postgres: DatabaseURL is empty", ledger.ErrInvalid)
-	}
-	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
-	if err != nil {
-		// The parse error can quote the URL with its password; don't wrap it.
-		return nil, fmt.Errorf("open postgres: cannot parse the database URL")
-	}
-	// Plan every statement with its actual arguments and the table's
-	// current size. A cached generic plan made while receipts was empty
-	// (the first run on a new database) keeps scanning it whole as it grows:
-	// measured at 10x slower for a 100-row claim. A plan_cache_mode in the
-	// URL wins.
-	if _, set := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
-	// Every session commits with synchronous_commit on, whatever the
-	// server, database or role default: with off, PostgreSQL acknowledges
-	// a commit before its WAL is on disk, and a server crash then forgets
-	// claims and send marks it had acknowledged, so the next run sends
-	// those digests again. A startup parameter outranks the server's, the
-	// database's and the role's settings and the URL's options=-c. A
-	// stronger value named in the URL (remote_apply) is kept.
-	if v := pc.ConnConfig.RuntimeParams["synchronous_commit"]; v == "" || !durableCommit(v) {
-		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open postgres: %w", err)
-	}
-	return &Store{pool: pool, now: cfg.Now, ledgerNow: cfg.LedgerNow, log: cfg.Logger}, nil
+// Config configures a Store. The zero value works: the process's clock,
+// the server's clock for decisions, no log.
+type Config struct {
+	// Now is the caller's clock; default time.Now. The times the store
+	// returns for its caller to compare (a lease's end, a next attempt)
+	// are on it; leases and retries are decided by the server's clock
+	// (see ledger.CallTimes).
+	Now func() time.Time
+	// LedgerNow stands in for the server's clock, for tests that move
+	// time (River's stubbed time): nil, as every command leaves it, uses
+	// PostgreSQL's now() for every lease and retry decision and every
+	// time stamped on a receipt.
+	LedgerNow func() time.Time
+	// Logger receives migration progress; default discards.
+	Logger *slog.Logger
 }
 
-// Close closes the pool.
-func (s *Store) Close() (err error) {
-	defer classify(&err)
-	s.pool.Close()
-	return nil
+// New returns the ledger on pool, a pool the caller built (NewPool builds
+// one with the settings the ledger relies on) and closes after the last
+// use of the store: Store.Close leaves it open, so that the caller can
+// share it (the snapshot source reads on it).
+func New(pool *pgxpool.Pool, cfg Config) *Store {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{pool: pool, now: cfg.Now, ledgerNow: cfg.LedgerNow, log: cfg.Logger}
 }
 
-// Pool returns the connection pool, for callers that share it (the
-// snapshot source) and for tests.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// Close releases nothing: the pool is the caller's, who closes it.
+func (s *Store) Close() error { return nil }
 
 // nowUTC is the caller's clock at PostgreSQL's microsecond precision.
 func (s *Store) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -126,11 +108,11 @@ const maxBatchTries = 3
 type planCacheMode int
 
 const (
-	// customPlans: the connection's force_custom_plan (see Open): each
-	// statement planned with its arguments. For the multi-row statements.
+	// customPlans: the connection's force_custom_plan (see PoolConfig):
+	// each statement planned with its arguments. For the multi-row calls.
 	customPlans planCacheMode = iota
-	// genericPlans: cached generic plans. Only the single-key statements
-	// (claimOneSQL, startOneSQL, finishOneSQL) use them: they reach
+	// genericPlans: cached generic plans. Only single-key calls use them
+	// (claimSQL, startSQL, finishSQL over one element): they reach
 	// receipts by one key, through the primary key whatever the table's
 	// size when the plan was made, and planning them anew cost as much as
 	// running them (docs/scaling.md, "The claim statement and its index").
@@ -138,7 +120,7 @@ const (
 )
 
 // plansFor is the plan cache mode of a call over n elements: generic plans
-// when its statements are single-key ones.
+// when it is over one key.
 func plansFor(n int) planCacheMode {
 	if n == 1 {
 		return genericPlans
@@ -199,7 +181,7 @@ func (s *Store) sendBatch(ctx context.Context, mode planCacheMode, build func() 
 // knows happened before anything reached the server, such as a pooled
 // connection whose backend was terminated.
 func retryable(err error) bool {
-	return err != nil && (classOf(err) == ledger.ClassConflict || pgconn.SafeToRetry(err))
+	return err != nil && (classOf(err) == ledger.Conflict || pgconn.SafeToRetry(err))
 }
 
 func timeOrZero(t *time.Time) time.Time {

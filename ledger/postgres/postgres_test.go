@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,15 +14,15 @@ import (
 // driver is the PostgreSQL store for the contract suite: each database is
 // a schema of its own (internal/pgtest).
 var driver = ledgertest.Driver{
-	Fresh: func(t testing.TB) ledger.Config { return ledger.Config{DatabaseURL: pgtest.Schema(t)} },
-	Open: func(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
-		s, err := postgres.Open(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+	Fresh: func(t testing.TB) ledgertest.Database { return ledgertest.Database{URL: pgtest.Schema(t)} },
+	Open: func(t testing.TB, db ledgertest.Database, c ledgertest.Clocks) ledger.Store {
+		s, _ := postgres.OpenTest(t, db.URL, postgres.Config{Now: c.Now, LedgerNow: c.LedgerNow})
+		return s
 	},
-	Pool: func(s ledger.Store) *pgxpool.Pool { return s.(*postgres.Store).Pool() },
+	Pool: func(t testing.TB, db ledgertest.Database) *pgxpool.Pool {
+		_, pool := postgres.OpenTest(t, db.URL, postgres.Config{})
+		return pool
+	},
 }
 
 func TestLedger(t *testing.T) {

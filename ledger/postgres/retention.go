@@ -13,6 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The retention statements, in sql/retention.sql.
@@ -367,7 +368,7 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 // Tombstones returns the tombstones of week (zero: all), newest week first.
 func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) (_ []digest.PruneTombstone, err error) {
 	defer classify(&err)
-	rows, err := s.pool.Query(ctx, tombstonesSQL, ledger.WeekOrAll(week))
+	rows, err := s.pool.Query(ctx, tombstonesSQL, rules.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
@@ -388,5 +389,5 @@ func scanPgTombstone(row pgx.Row) (digest.PruneTombstone, error) {
 		return t, err
 	}
 	t.FirstPrunedAt, t.LastPrunedAt = first.UTC(), last.UTC()
-	return t, ledger.ParseTombstoneWeek(&t, week)
+	return t, rules.ParseTombstoneWeek(&t, week)
 }

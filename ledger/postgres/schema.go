@@ -9,6 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -41,5 +42,5 @@ func (s *Store) liveClaims(ctx context.Context) error {
 	if err := s.pool.QueryRow(ctx, queries.Get("LiveClaims"), s.clockArg()).Scan(&n); err != nil {
 		return fmt.Errorf("migrate: count live claims: %w", err)
 	}
-	return ledger.RefuseLiveClaims(n)
+	return rules.RefuseLiveClaims(n)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The suppression list's statements, in sql/suppression.sql.
@@ -29,7 +30,7 @@ func (s *Store) Suppress(ctx context.Context, sp ledger.Suppression) (_ bool, er
 		return false, err
 	}
 	var id int64
-	err = s.pool.QueryRow(ctx, suppressSQL, ledger.SuppressionKeyStrings(sp.Keys), string(sp.Subject),
+	err = s.pool.QueryRow(ctx, suppressSQL, rules.KeyStrings(sp.Keys), string(sp.Subject),
 		string(sp.Reason), sp.Source, sp.By, s.now().UTC().Truncate(time.Microsecond)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil // suppressed already
@@ -43,10 +44,10 @@ func (s *Store) Suppress(ctx context.Context, sp ledger.Suppression) (_ bool, er
 // Unsuppress removes the suppressions under keys, recording each removal.
 func (s *Store) Unsuppress(ctx context.Context, keys []digest.SuppressionKey, by ledger.Action) (_ int, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateUnsuppress(keys, by); err != nil {
+	if err := rules.ValidateUnsuppress(keys, by); err != nil {
 		return 0, err
 	}
-	rows, err := s.pool.Query(ctx, unsuppressSQL, ledger.SuppressionKeyStrings(keys), by.By, by.Reason,
+	rows, err := s.pool.Query(ctx, unsuppressSQL, rules.KeyStrings(keys), by.By, by.Reason,
 		s.now().UTC().Truncate(time.Microsecond))
 	if err != nil {
 		return 0, fmt.Errorf("unsuppress %s: %w", keys[0], err)
@@ -65,7 +66,7 @@ func (s *Store) Suppressed(ctx context.Context, keys []digest.SuppressionKey) (_
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, suppressedSQL, ledger.SuppressionKeyStrings(keys))
+	rows, err := s.pool.Query(ctx, suppressedSQL, rules.KeyStrings(keys))
 	if err != nil {
 		return nil, fmt.Errorf("look up %d suppression keys: %w", len(keys), err)
 	}
@@ -82,7 +83,7 @@ func (s *Store) Suppressed(ctx context.Context, keys []digest.SuppressionKey) (_
 // ListSuppressions returns suppressions ordered by key.
 func (s *Store) ListSuppressions(ctx context.Context, f ledger.SuppressionFilter) (_ []ledger.Suppression, err error) {
 	defer classify(&err)
-	rows, err := s.pool.Query(ctx, listSuppressionsSQL, ledger.SuppressionKeyStrings(f.Keys), string(f.After), f.PageSize())
+	rows, err := s.pool.Query(ctx, listSuppressionsSQL, rules.KeyStrings(f.Keys), string(f.After), f.PageSize())
 	if err != nil {
 		return nil, fmt.Errorf("list suppressions: %w", err)
 	}
@@ -110,7 +111,7 @@ func (s *Store) SuppressionHistory(ctx context.Context, keys []digest.Suppressio
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, suppressionHistorySQL, ledger.SuppressionKeyStrings(keys), limit)
+	rows, err := s.pool.Query(ctx, suppressionHistorySQL, rules.KeyStrings(keys), limit)
 	if err != nil {
 		return nil, fmt.Errorf("suppression history: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The statements of "digest verify", in sql/verify.sql.
@@ -19,7 +19,7 @@ var (
 // WeekKeys returns one page of week's keys in state, in key order.
 func (s *Store) WeekKeys(ctx context.Context, week digest.ISOWeek, state digest.State, after digest.Key, limit int) (_ []digest.Key, err error) {
 	defer classify(&err)
-	rows, err := s.pool.Query(ctx, weekKeysSQL, week.String(), string(state), string(after), ledger.WeekPageSize(limit))
+	rows, err := s.pool.Query(ctx, weekKeysSQL, week.String(), string(state), string(after), rules.WeekPageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("week keys: %w", err)
 	}
@@ -41,7 +41,7 @@ func (s *Store) WeekStates(ctx context.Context, week digest.ISOWeek, keys []dige
 	if len(keys) == 0 {
 		return states, nil
 	}
-	rows, err := s.pool.Query(ctx, weekStatesSQL, week.String(), ledger.KeyStrings(keys))
+	rows, err := s.pool.Query(ctx, weekStatesSQL, week.String(), rules.KeyStrings(keys))
 	if err != nil {
 		return nil, fmt.Errorf("week states: %w", err)
 	}

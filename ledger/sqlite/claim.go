@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The claim and fenced statements, in sql/claim.sql.
@@ -36,7 +37,7 @@ var (
 // are converted to the caller's (ledger.CallTimes).
 func (s *Store) Claim(ctx context.Context, reqs []digest.ClaimRequest) (_ []digest.ClaimResult, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateClaims(reqs); err != nil {
+	if err := rules.ValidateClaims(reqs); err != nil {
 		return nil, err
 	}
 	asked := s.nowUTC()
@@ -71,19 +72,21 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 			return digest.ClaimResult{}, err
 		}
 		key := r.Keys[0]
-		_, err = tx.ExecContext(ctx, insertClaimedSQL, string(key), key.KeyID(), r.Fingerprint, token,
-			now.Add(r.Lease).UnixMicro(), now.UnixMicro(), r.RunID, r.Week.String())
+		_, err = tx.ExecContext(ctx, insertClaimedSQL, sql.Named("key", string(key)), sql.Named("key_id", key.KeyID()),
+			sql.Named("fingerprint", r.Fingerprint), sql.Named("token", token), sql.Named("lease", now.Add(r.Lease).UnixMicro()),
+			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		c = &ledger.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
+		c = &rules.Stored{Key: key, State: digest.StateClaimed, Attempts: 1, Token: token, LeaseExpires: now.Add(r.Lease)}
 		// No history row: first_claimed_at and run_id tell the claim
 		// (ledger.ReceiptStory).
-		return ledger.Claimed(c, now), nil
+		return rules.Claimed(c, now), nil
 
 	// Acknowledged is final: no content change reopens it.
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined && c.State != digest.StateAcknowledged:
-		_, err := tx.ExecContext(ctx, quarantineSQL, r.Fingerprint, r.RunID, now.UnixMicro(), string(c.Key))
+		_, err := tx.ExecContext(ctx, quarantineSQL, sql.Named("fingerprint", r.Fingerprint), sql.Named("run_id", r.RunID),
+			sql.Named("now", now.UnixMicro()), sql.Named("key", string(c.Key)))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -101,28 +104,30 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		c.LeaseExpires = now.Add(r.Lease)
 		detail := ledger.ClaimHistory(from, digest.StateClaimed, c.MaybeSent)
 		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
-		_, err = tx.ExecContext(ctx, claimAgainSQL, c.Attempts, token, now.Add(r.Lease).UnixMicro(), c.MaybeSent, now.UnixMicro(), r.RunID, string(c.Key))
+		_, err = tx.ExecContext(ctx, claimAgainSQL, sql.Named("attempts", c.Attempts), sql.Named("token", token),
+			sql.Named("lease", now.Add(r.Lease).UnixMicro()), sql.Named("maybe_sent", c.MaybeSent), sql.Named("now", now.UnixMicro()),
+			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		return ledger.Claimed(c, now), sqliteEvent(ctx, tx, c.Key, now, from, digest.StateClaimed, r.RunID, detail)
+		return rules.Claimed(c, now), sqliteEvent(ctx, tx, c.Key, now, from, digest.StateClaimed, r.RunID, detail)
 	}
-	return ledger.Unclaimed(c, r.Fingerprint, now), nil
+	return rules.Unclaimed(c, r.Fingerprint, now), nil
 }
 
 // readGoverning returns the governing receipt among keys (the first candidate
 // that has one), or nil.
-func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*ledger.Stored, error) {
-	rows, err := tx.QueryContext(ctx, readGoverningSQL, jsonKeys(keys))
+func readGoverning(ctx context.Context, tx sqliteTx, keys []digest.Key) (*rules.Stored, error) {
+	rows, err := tx.QueryContext(ctx, readGoverningSQL, sql.Named("keys", jsonKeys(keys)))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var best *ledger.Stored
+	var best *rules.Stored
 	bestAt := len(keys)
 	for rows.Next() {
 		var (
-			c                   ledger.Stored
+			c                   rules.Stored
 			key, state          string
 			lease, next, sentAt sql.NullInt64
 		)
@@ -150,7 +155,8 @@ func sqliteEvent(ctx context.Context, tx sqliteTx, key digest.Key, at time.Time,
 	if from != "" {
 		fromState = string(from)
 	}
-	_, err := tx.ExecContext(ctx, insertEventSQL, string(key), at.UnixMicro(), fromState, string(to), runID, detail)
+	_, err := tx.ExecContext(ctx, insertEventSQL, sql.Named("key", string(key)), sql.Named("at", at.UnixMicro()),
+		sql.Named("from_state", fromState), sql.Named("to_state", string(to)), sql.Named("run_id", runID), sql.Named("detail", detail))
 	return err
 }
 
@@ -164,13 +170,14 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 				runID   string
 				earlier sql.NullInt64
 			)
-			err := tx.QueryRowContext(ctx, sendStartedAtSQL, string(f.Key)).Scan(&earlier)
+			err := tx.QueryRowContext(ctx, sendStartedAtSQL, sql.Named("key", string(f.Key))).Scan(&earlier)
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
 			if err == nil {
-				err = tx.QueryRowContext(ctx, startSendingSQL, now.UnixMicro(), string(f.Key), f.Token).Scan(&runID)
+				err = tx.QueryRowContext(ctx, startSendingSQL, sql.Named("now", now.UnixMicro()), sql.Named("key", string(f.Key)),
+					sql.Named("token", f.Token)).Scan(&runID)
 			}
 			if errors.Is(err, sql.ErrNoRows) {
 				errs[i] = digest.ErrStaleClaim
@@ -208,7 +215,8 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 	errs := make([]error, len(fences))
 	err = s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		for i, f := range fences {
-			res, err := tx.ExecContext(ctx, renewSQL, now.Add(lease).UnixMicro(), now.UnixMicro(), string(f.Key), f.Token)
+			res, err := tx.ExecContext(ctx, renewSQL, sql.Named("lease", now.Add(lease).UnixMicro()), sql.Named("now", now.UnixMicro()),
+				sql.Named("key", string(f.Key)), sql.Named("token", f.Token))
 			if err != nil {
 				return fmt.Errorf("renew %s: %w", f.Key, err)
 			}
@@ -231,7 +239,7 @@ func (s *Store) Renew(ctx context.Context, fences []digest.Fence, lease time.Dur
 // Finish records each outcome, in one transaction.
 func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateFinishes(fs); err != nil {
+	if err := rules.ValidateFinishes(fs); err != nil {
 		return nil, err
 	}
 	times := ledger.CallTimes{Caller: s.nowUTC()}
@@ -243,8 +251,10 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				// The caller's next attempt, as a delay from the ledger's time.
 				next = now.Add(times.Delay(f)).UnixMicro()
 			}
-			res, err := tx.ExecContext(ctx, finishSQL,
-				string(f.State), now.UnixMicro(), f.ProviderRef, next, f.MaybeSent, f.Reason, f.RunID, string(f.Key), f.Token, f.AddressKey)
+			res, err := tx.ExecContext(ctx, finishSQL, sql.Named("state", string(f.State)), sql.Named("now", now.UnixMicro()),
+				sql.Named("provider_ref", f.ProviderRef), sql.Named("next_attempt", next), sql.Named("maybe_sent", f.MaybeSent),
+				sql.Named("reason", f.Reason), sql.Named("run_id", f.RunID), sql.Named("key", string(f.Key)),
+				sql.Named("token", f.Token), sql.Named("address_key", f.AddressKey))
 			if err != nil {
 				return fmt.Errorf("finish %s: %w", f.Key, err)
 			}
@@ -256,7 +266,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 				errs[i] = digest.ErrStaleClaim
 				continue
 			}
-			if !ledger.FinishWritesHistory(f) {
+			if !rules.FinishWritesHistory(f) {
 				continue // sent_at and provider_ref tell it (ledger.ReceiptStory)
 			}
 			if err := sqliteEvent(ctx, tx, f.Key, now, digest.StateClaimed, f.State, f.RunID, ledger.FinishDetail(f)); err != nil {
@@ -275,7 +285,7 @@ func (s *Store) Finish(ctx context.Context, fs []digest.Finish) (_ []error, err 
 // one transaction. No receipt changes.
 func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []digest.Observed, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateObservations(obs); err != nil {
+	if err := rules.ValidateObservations(obs); err != nil {
 		return nil, err
 	}
 	out := make([]digest.Observed, len(obs))
@@ -295,7 +305,7 @@ func (s *Store) Observe(ctx context.Context, obs []digest.Observation) (_ []dige
 			if err != nil {
 				return fmt.Errorf("observe %s: %w", o.Keys[0], err)
 			}
-			out[i] = digest.Observed{Would: ledger.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromMicros(prev)}
+			out[i] = digest.Observed{Would: rules.ObservedOutcome(c, o.Fingerprint, now), PreviousAt: fromMicros(prev)}
 		}
 		return nil
 	})
@@ -330,7 +340,8 @@ func (s *Store) endClaims(ctx context.Context, ends []digest.EndClaim, cutoff an
 	err := s.writeAt(ctx, func(tx sqliteTx, now time.Time) error {
 		ended = ended[:0]
 		for _, e := range ends {
-			rows, err := tx.QueryContext(ctx, endClaimSQL, now.UnixMicro(), jsonKeys(e.Keys), e.Reason, e.RunID, e.Week.String(), cutoff)
+			rows, err := tx.QueryContext(ctx, endClaimSQL, sql.Named("now", now.UnixMicro()), sql.Named("keys", jsonKeys(e.Keys)),
+				sql.Named("reason", e.Reason), sql.Named("run_id", e.RunID), sql.Named("week", e.Week.String()), sql.Named("cutoff", cutoff))
 			if err != nil {
 				return fmt.Errorf("end claim: %w", err)
 			}

@@ -7,6 +7,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The SQLite result codes the store tells apart, by their primary code
@@ -35,12 +36,12 @@ func isBusy(err error) bool {
 // classOf classifies an error of the SQLite driver: a conflict when the
 // database stayed locked by another writer; else fatal (a file that
 // cannot be read or written does not heal by waiting).
-func classOf(err error) ledger.Class {
+func classOf(err error) ledger.ErrorClass {
 	if code, ok := resultCode(err); ok && (code == sqliteBusy || code == sqliteLocked) {
-		return ledger.ClassConflict
+		return ledger.Conflict
 	}
-	return ledger.ClassFatal
+	return ledger.Fatal
 }
 
-// classify classifies *errp as it leaves the store; see ledger.Classify.
-func classify(errp *error) { ledger.Classify(errp, classOf) }
+// classify classifies *errp as it leaves the store; see rules.Classify.
+func classify(errp *error) { rules.Classify(errp, classOf) }

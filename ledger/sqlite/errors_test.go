@@ -38,15 +38,15 @@ func TestErrorsLeaveClassified(t *testing.T) {
 	}
 	classify(&err)
 	var de *ledger.DriverError
-	if !errors.As(err, &de) || ledger.ClassOf(err) != ledger.ClassConflict {
-		t.Fatalf("busy: %v classified %s, want conflict", err, ledger.ClassOf(err))
+	if !errors.As(err, &de) || ledger.ErrorClassOf(err) != ledger.Conflict {
+		t.Fatalf("busy: %v classified %s, want conflict", err, ledger.ErrorClassOf(err))
 	}
 
-	_, err = Open(ctx, ledger.Config{Path: filepath.Join(t.TempDir(), "no", "such", "dir", "ledger.db")})
-	if !errors.As(err, &de) || ledger.ClassOf(err) != ledger.ClassFatal {
+	_, err = Open(ctx, Config{Path: filepath.Join(t.TempDir(), "no", "such", "dir", "ledger.db")})
+	if !errors.As(err, &de) || ledger.ErrorClassOf(err) != ledger.Fatal {
 		t.Fatalf("open in a missing directory: %v (%T), want a fatal DriverError", err, err)
 	}
-	_, err = Open(ctx, ledger.Config{Path: "bad?name"})
+	_, err = Open(ctx, Config{Path: "bad?name"})
 	if !errors.Is(err, ledger.ErrInvalid) || errors.As(err, &de) {
 		t.Fatalf("open a path with '?': %v, want a plain ErrInvalid", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The provider events' statements, in sql/events.sql.
@@ -52,7 +53,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 			return err
 		}
 		if e.Key != "" && e.Kind.NotesReceipt() {
-			res, err := tx.ExecContext(ctx, noteReceiptSQL, string(e.Key), at, ledger.ProviderNote(e))
+			res, err := tx.ExecContext(ctx, noteReceiptSQL, string(e.Key), at, rules.ProviderNote(e))
 			if err != nil {
 				return err
 			}
@@ -91,7 +92,7 @@ func (s *Store) RecordProviderEvent(ctx context.Context, e ledger.ProviderEvent,
 			if err := errors.Join(rows.Close(), rows.Err()); err != nil {
 				return err
 			}
-			out.SoftBounceWeeks = ledger.Streak(weeks, bounced)
+			out.SoftBounceWeeks = rules.Streak(weeks, bounced)
 			reason, suppress = digest.ReasonSoftBounce, out.SoftBounceWeeks >= len(weeks)
 		}
 		if !suppress {
@@ -152,7 +153,7 @@ func (s *Store) EventEvidence(ctx context.Context, provider string, key digest.K
 // AdvanceWatermark moves provider's operator watermark forward to until.
 func (s *Store) AdvanceWatermark(ctx context.Context, provider string, until time.Time, by ledger.Action) (_ time.Time, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateAdvance(provider, until, by, s.nowUTC()); err != nil {
+	if err := rules.ValidateAdvance(provider, until, by, s.nowUTC()); err != nil {
 		return time.Time{}, err
 	}
 	var now sql.NullInt64

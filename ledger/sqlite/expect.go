@@ -7,6 +7,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The expectation statements, in sql/runs.sql.
@@ -58,7 +59,7 @@ func (s *Store) Expectations(ctx context.Context, pin digest.SnapshotPin) (_ led
 			&e.NotBuilt, &ghosts, &e.OtherKeyIDs, &e.RunID, &at); err != nil {
 			return w, fmt.Errorf("expectations %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)
 		}
-		if e.Ghosts, err = ledger.ParseGhosts(ghosts); err != nil {
+		if e.Ghosts, err = rules.ParseGhosts(ghosts); err != nil {
 			return w, err
 		}
 		e.AsOf, e.RecordedAt = fromMicros(asOf), fromMicros(at)

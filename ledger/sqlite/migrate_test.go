@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/sqlite"
 )
 
@@ -22,7 +21,7 @@ func TestRebuildKeepsEveryReceipt(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	now := time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)
-	s, err := sqlite.Open(ctx, ledger.Config{Path: path, Now: func() time.Time { return now }, LedgerNow: func() time.Time { return now }})
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: path, Now: func() time.Time { return now }, LedgerNow: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // Pinned returns what the first run of pin fixed; see the PostgreSQL store's Pinned.
@@ -39,7 +40,7 @@ func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Tim
 			s.nowUTC().UnixMicro(), by.Detail("repinned")).Scan(&from)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, ledger.RepinRefused(ctx, s, pin, asOf)
+		return time.Time{}, rules.RepinRefused(ctx, s, pin, asOf)
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("repin %s/%s/%s: %w", pin.Type, pin.Week, pin.Version, err)

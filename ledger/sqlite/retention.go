@@ -10,6 +10,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The retention statements, in sql/retention.sql.
@@ -146,7 +147,7 @@ func (s *Store) StartWeek(ctx context.Context, pin digest.SnapshotPin, at time.T
 // Tombstones returns the tombstones of week (zero: all), newest week first.
 func (s *Store) Tombstones(ctx context.Context, week digest.ISOWeek) (_ []digest.PruneTombstone, err error) {
 	defer classify(&err)
-	list, err := queryAll(ctx, s.db, scanSQLiteTombstone, tombstonesSQL, ledger.WeekOrAll(week))
+	list, err := queryAll(ctx, s.db, scanSQLiteTombstone, tombstonesSQL, rules.WeekOrAll(week))
 	if err != nil {
 		return nil, fmt.Errorf("tombstones: %w", err)
 	}
@@ -163,5 +164,5 @@ func scanSQLiteTombstone(row rowScanner) (digest.PruneTombstone, error) {
 		return t, err
 	}
 	t.FirstPrunedAt, t.LastPrunedAt = fromMicros(first), fromMicros(last)
-	return t, ledger.ParseTombstoneWeek(&t, week)
+	return t, rules.ParseTombstoneWeek(&t, week)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/migrations"
 )
 
@@ -39,5 +40,5 @@ func (s *Store) liveClaims(ctx context.Context) error {
 		AND lease_expires_at > coalesce(?1, CAST(unixepoch('subsec') * 1000000 AS INTEGER))`, stub).Scan(&n); err != nil {
 		return fmt.Errorf("migrate: count live claims: %w", err)
 	}
-	return ledger.RefuseLiveClaims(n)
+	return rules.RefuseLiveClaims(n)
 }

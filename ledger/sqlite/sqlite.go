@@ -23,6 +23,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/migrate"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 	"github.com/weeklydigest/digest/ledger/internal/sqlfile"
 	"github.com/weeklydigest/digest/migrations"
 )
@@ -78,10 +79,44 @@ func sqliteDSN(path, txlock string, busy time.Duration) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// Config configures a Store. The zero value opens DefaultPath.
+type Config struct {
+	// Path is the SQLite file; default DefaultPath.
+	Path string
+	// Now is the caller's clock; default time.Now. The times the store
+	// returns for its caller to compare (a lease's end, a next attempt)
+	// are on it; leases and retries are decided by the ledger's clock
+	// (see ledger.CallTimes).
+	Now func() time.Time
+	// LedgerNow stands in for the database's clock, for tests that move
+	// time (River's stubbed time): nil, as every command leaves it, uses
+	// SQLite's unixepoch() for every lease and retry decision and every
+	// time stamped on a receipt.
+	LedgerNow func() time.Time
+	// Logger receives migration progress; default discards.
+	Logger *slog.Logger
+}
+
+// DefaultPath is the SQLite file used when Config.Path is empty.
+const DefaultPath = "./digest.db"
+
+func (c Config) withDefaults() Config {
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
 // Open opens (creating if needed) the SQLite file cfg.Path.
-func Open(ctx context.Context, cfg ledger.Config) (_ *Store, err error) {
+func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	defer classify(&err)
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if strings.ContainsAny(cfg.Path, "?#") {
 		return nil, fmt.Errorf("%w: sqlite path %q may not contain '?' or '#'", ledger.ErrInvalid, cfg.Path)
 	}
@@ -294,7 +329,7 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 // jsonKeys is keys as a JSON array, the argument of the statements that
 // take a list of candidate keys (json_each).
 func jsonKeys(keys []digest.Key) string {
-	b, err := json.Marshal(ledger.KeyStrings(keys))
+	b, err := json.Marshal(rules.KeyStrings(keys))
 	if err != nil {
 		panic(err) // unreachable: a []string always marshals
 	}

@@ -13,15 +13,15 @@ import (
 // driver is the SQLite store for the contract suite: each database is a
 // file in the test's temporary directory.
 var driver = ledgertest.Driver{
-	Fresh: func(t testing.TB) ledger.Config {
-		return ledger.Config{Path: filepath.Join(t.TempDir(), "ledger.db")}
+	Fresh: func(t testing.TB) ledgertest.Database {
+		return ledgertest.Database{Path: filepath.Join(t.TempDir(), "ledger.db")}
 	},
-	Open: func(ctx context.Context, cfg ledger.Config) (ledger.Store, error) {
-		s, err := sqlite.Open(ctx, cfg)
+	Open: func(t testing.TB, db ledgertest.Database, c ledgertest.Clocks) ledger.Store {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: db.Path, Now: c.Now, LedgerNow: c.LedgerNow})
 		if err != nil {
-			return nil, err
+			t.Fatalf("open sqlite: %v", err)
 		}
-		return s, nil
+		return s
 	},
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The suppression list's statements, in sql/suppression.sql.
@@ -23,7 +24,7 @@ var (
 
 // jsonSuppressionKeys is keys as a JSON array, for json_each.
 func jsonSuppressionKeys(keys []digest.SuppressionKey) string {
-	b, err := json.Marshal(ledger.SuppressionKeyStrings(keys))
+	b, err := json.Marshal(rules.KeyStrings(keys))
 	if err != nil {
 		panic(err) // unreachable: a []string always marshals
 	}
@@ -70,7 +71,7 @@ func suppressTx(ctx context.Context, tx sqliteTx, sp ledger.Suppression, at int6
 // Unsuppress removes the suppressions under keys, recording each removal.
 func (s *Store) Unsuppress(ctx context.Context, keys []digest.SuppressionKey, by ledger.Action) (removed int, err error) {
 	defer classify(&err)
-	if err := ledger.ValidateUnsuppress(keys, by); err != nil {
+	if err := rules.ValidateUnsuppress(keys, by); err != nil {
 		return 0, err
 	}
 	at := s.nowUTC().UnixMicro()

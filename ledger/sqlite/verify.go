@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weeklydigest/digest/digest"
-	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/ledger/internal/rules"
 )
 
 // The statements of "digest verify", in sql/verify.sql.
@@ -21,7 +21,7 @@ func (s *Store) WeekKeys(ctx context.Context, week digest.ISOWeek, state digest.
 		var k string
 		err := row.Scan(&k)
 		return digest.Key(k), err
-	}, weekKeysSQL, week.String(), string(state), string(after), ledger.WeekPageSize(limit))
+	}, weekKeysSQL, week.String(), string(state), string(after), rules.WeekPageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("week keys: %w", err)
 	}

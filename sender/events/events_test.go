@@ -23,7 +23,7 @@ func TestEventsLookup(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	store, err := sqlite.Open(ctx, ledger.Config{Path: filepath.Join(t.TempDir(), "l.db"), Now: clock, LedgerNow: clock})
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "l.db"), Now: clock, LedgerNow: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package sqlfile reads named SQL statements from embedded .sql files, in
 // the manner of sqlc's query files: each statement follows a line
 //
-//	-- name: ClaimMany
+//	-- name: Claim
 //
 // and runs to the next such line or the end of the file. The comment lines
 // right after the name document the statement and are dropped, as is a

@@ -1,21 +1,21 @@
 -- The fenced statements (see finish.go): they change a receipt only while
--- it is still claimed under the caller's token. The *Many forms take
--- arrays, one element per fence; the *One forms scalars. Each statement
--- is for the fences of one week, its last argument: the week as a
--- constant reaches one partition of receipts. Each takes a stand-in for
--- the ledger's clock, NULL but in tests: every time they stamp or add a
--- duration to is the server's now() (see ledger.CallTimes).
+-- it is still claimed under the caller's token. Each takes arrays, one
+-- element per fence (a single fence is a set of one), and is for the
+-- fences of one week, @week: the week as a constant reaches one partition
+-- of receipts. Each takes @clock, a stand-in for the ledger's clock, NULL
+-- but in tests: every time they stamp or add a duration to is the
+-- server's now() (see ledger.CallTimes).
 
--- name: StartMany
--- Marks claims' sends as started: $1 keys, $2 tokens, $3 the clock, $4 the history
--- text of an earlier start it replaces (ledger.HistorySendStarted), $5 the
--- week. Returns the 1-based positions that matched.
+-- name: Start
+-- Marks claims' sends as started: @keys, @tokens; @replaced, the history
+-- text of an earlier start it replaces (ledger.HistorySendStarted).
+-- Returns the 1-based positions that matched.
 WITH f AS MATERIALIZED (
-    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest(@keys::text[], @tokens::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), s AS (
-    UPDATE receipts r SET send_started = true, send_started_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
-    FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
-    WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
+    UPDATE receipts r SET send_started = true, send_started_at = coalesce(@clock::timestamptz, now()), updated_at = coalesce(@clock::timestamptz, now())
+    FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = @week::text
+    WHERE r.key = ANY(@keys::text[]) AND r.iso_week = @week::text AND r.key = f.key AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
     RETURNING f.idx, r.key, o.send_started_at AS earlier
 ), event AS (
     -- No row for this start: the receipt's send_started_at tells it
@@ -23,43 +23,23 @@ WITH f AS MATERIALIZED (
     -- over or claimed again after its send started) gets its row here,
     -- at its own time; that claim's run id is no longer stored.
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, earlier, 'claimed', 'claimed', '', $4::text FROM s WHERE earlier IS NOT NULL
+    SELECT key, earlier, 'claimed', 'claimed', '', @replaced::text FROM s WHERE earlier IS NOT NULL
 )
 SELECT idx FROM s;
 
--- name: StartOne
--- StartMany for one fence, with scalar arguments.
-WITH f AS (
-    SELECT $1::text AS key, $2::bigint AS token, 1::bigint AS idx, 'claimed'::text AS claimed
-), s AS (
-    UPDATE receipts r SET send_started = true, send_started_at = coalesce($3::timestamptz, now()), updated_at = coalesce($3::timestamptz, now())
-    FROM f JOIN receipts o ON o.key = f.key AND o.iso_week = $5::text
-    WHERE r.key = f.key AND r.iso_week = $5::text AND r.key = o.key AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, o.send_started_at AS earlier
-), event AS (
-    -- No row for this start: the receipt's send_started_at tells it
-    -- (ledger.ReceiptStory). An earlier start it replaces (a claim taken
-    -- over or claimed again after its send started) gets its row here,
-    -- at its own time; that claim's run id is no longer stored.
-    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, earlier, 'claimed', 'claimed', '', $4::text FROM s WHERE earlier IS NOT NULL
-)
-SELECT idx FROM s;
-
--- name: RenewMany
--- Extends the leases of claims still held: $1 keys, $2 tokens, $3 the
--- lease in microseconds (the new expiry is that long after now()), $4 the
--- clock, $5 the week. Returns (position, renewed) per fence it
--- saw; see Renew.
+-- name: Renew
+-- Extends the leases of claims still held: @keys, @tokens; @lease in
+-- microseconds (the new expiry is that long after now()). Returns
+-- (position, renewed) per fence it saw; see Renew.
 WITH f AS MATERIALIZED (
-    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest(@keys::text[], @tokens::bigint[]) WITH ORDINALITY AS f(key, token, idx)
 ), l AS MATERIALIZED (
-    SELECT r.key FROM receipts r WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text FOR UPDATE SKIP LOCKED
+    SELECT r.key FROM receipts r WHERE r.key = ANY(@keys::text[]) AND r.iso_week = @week::text FOR UPDATE SKIP LOCKED
 ), u AS (
-    UPDATE receipts r SET lease_expires_at = coalesce($4::timestamptz, now()) + $3::bigint * interval '1 microsecond',
-        updated_at = coalesce($4::timestamptz, now())
+    UPDATE receipts r SET lease_expires_at = coalesce(@clock::timestamptz, now()) + @lease::bigint * interval '1 microsecond',
+        updated_at = coalesce(@clock::timestamptz, now())
     FROM f
-    WHERE r.key = ANY($1::text[]) AND r.iso_week = $5::text AND r.key = f.key AND r.claim_token = f.token
+    WHERE r.key = ANY(@keys::text[]) AND r.iso_week = @week::text AND r.key = f.key AND r.claim_token = f.token
         AND r.state = f.claimed AND r.key IN (SELECT key FROM l)
     RETURNING f.idx
 )
@@ -67,69 +47,38 @@ SELECT idx, true FROM u
 UNION ALL
 SELECT f.idx, false FROM f WHERE f.key NOT IN (SELECT key FROM l);
 
--- name: FinishMany
--- Ends claims, one row per Finish: $1 keys, $2 tokens, $3 new states, $4
--- provider refs, $5 next attempts as microseconds after now() (retryable),
--- $6 maybe sent (retryable), $7 reasons, $8 run ids, $9 history details,
--- $10 the clock, $11 the week, $12 address keys
--- (stored on failed receipts; '' none). Returns the positions that matched.
+-- name: Finish
+-- Ends claims, one row per Finish: @keys, @tokens, @states (the new ones),
+-- @refs (provider refs), @nexts (next attempts as microseconds after
+-- now(), retryable), @maybes (maybe sent, retryable), @reasons, @run_ids,
+-- @details (history), @address_keys (stored on failed receipts; '' none).
+-- Returns the positions that matched.
 WITH f AS MATERIALIZED (
-    SELECT f.*, 'claimed'::text AS claimed FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::boolean[],
-            $7::text[], $8::text[], $9::text[], $12::text[]) WITH ORDINALITY
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest(@keys::text[], @tokens::bigint[], @states::text[], @refs::text[], @nexts::bigint[], @maybes::boolean[],
+            @reasons::text[], @run_ids::text[], @details::text[], @address_keys::text[]) WITH ORDINALITY
         AS f(key, token, state, ref, next, maybe, reason, run_id, detail, address_key, idx)
 ), u AS (
     UPDATE receipts r SET
         previous_state = r.state,
         state = f.state,
         lease_expires_at = NULL,
-        sent_at = CASE WHEN f.state = 'sent' THEN coalesce($10::timestamptz, now()) ELSE r.sent_at END,
+        sent_at = CASE WHEN f.state = 'sent' THEN coalesce(@clock::timestamptz, now()) ELSE r.sent_at END,
         provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
-        next_attempt_at = CASE WHEN f.state = 'retryable' THEN coalesce($10::timestamptz, now()) + f.next * interval '1 microsecond' END,
+        next_attempt_at = CASE WHEN f.state = 'retryable' THEN coalesce(@clock::timestamptz, now()) + f.next * interval '1 microsecond' END,
         maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
         last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
         address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
         run_id = f.run_id,
-        updated_at = coalesce($10::timestamptz, now())
+        updated_at = coalesce(@clock::timestamptz, now())
     FROM f
-    WHERE r.key = ANY($1::text[]) AND r.iso_week = $11::text AND r.key = f.key AND r.claim_token = f.token
+    WHERE r.key = ANY(@keys::text[]) AND r.iso_week = @week::text AND r.key = f.key AND r.claim_token = f.token
         AND r.state = f.claimed
     RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
 ), event AS (
     INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, coalesce($10::timestamptz, now()), previous_state, state, run_id, detail FROM u
+    SELECT key, coalesce(@clock::timestamptz, now()), previous_state, state, run_id, detail FROM u
     -- A finish to sent without a reason gets no row: sent_at and
-    -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
-    WHERE NOT (state = 'sent' AND reason = '')
-)
-SELECT idx FROM u;
-
--- name: FinishOne
--- FinishMany for one Finish, with scalar arguments.
-WITH f AS (
-    SELECT $1::text AS key, $2::bigint AS token, $3::text AS state, $4::text AS ref, $5::bigint AS next,
-        $6::boolean AS maybe, $7::text AS reason, $8::text AS run_id, $9::text AS detail, $12::text AS address_key, 1::bigint AS idx,
-        'claimed'::text AS claimed
-), u AS (
-    UPDATE receipts r SET
-        previous_state = r.state,
-        state = f.state,
-        lease_expires_at = NULL,
-        sent_at = CASE WHEN f.state = 'sent' THEN coalesce($10::timestamptz, now()) ELSE r.sent_at END,
-        provider_ref = CASE WHEN f.state = 'sent' THEN f.ref ELSE r.provider_ref END,
-        next_attempt_at = CASE WHEN f.state = 'retryable' THEN coalesce($10::timestamptz, now()) + f.next * interval '1 microsecond' END,
-        maybe_sent = CASE WHEN f.state = 'retryable' THEN f.maybe ELSE r.maybe_sent OR r.send_started END,
-        last_error = CASE WHEN f.state = 'sent' THEN r.last_error ELSE f.reason END,
-        address_key = CASE WHEN f.state = 'failed' THEN nullif(f.address_key, '') ELSE r.address_key END,
-        run_id = f.run_id,
-        updated_at = coalesce($10::timestamptz, now())
-    FROM f
-    WHERE r.key = f.key AND r.iso_week = $11::text AND r.claim_token = f.token AND r.state = f.claimed
-    RETURNING f.idx, r.key, r.previous_state, r.state, f.run_id, f.detail, f.reason
-), event AS (
-    INSERT INTO receipt_events (key, at, from_state, to_state, run_id, detail)
-    SELECT key, coalesce($10::timestamptz, now()), previous_state, state, run_id, detail FROM u
-    -- A finish to sent without a reason gets no row: sent_at and
-    -- provider_ref tell it (ledger.FinishWritesHistory, ReceiptStory).
+    -- provider_ref tell it (rules.FinishWritesHistory, ReceiptStory).
     WHERE NOT (state = 'sent' AND reason = '')
 )
 SELECT idx FROM u;

@@ -35,7 +35,7 @@ func (e RunEnd) Validate() error {
 // as Send (Ghosts, by state). A run records it after its first pass read
 // the whole shard (Store.RecordExpectation); "digest status" compares it
 // with the ledger's counts instead of reading the source again, and reads
-// the source when it cannot prove the count (cmd/digest/weekstate.go). It
+// the source when it cannot prove the count (weekstatus.Compute). It
 // holds counts and key ids only.
 type Expectation struct {
 	Shard     string    // "all" or "I/N"

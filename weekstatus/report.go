@@ -14,6 +14,10 @@ const (
 	CountedFromSource = "source"
 )
 
+// ReceiptStates are the states a receipt can be in, in the order status
+// lists them (Report.Receipts).
+var ReceiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
+
 // Report is a week's status as "digest status" reports it (and the
 // week-state metric pushes it); its JSON field names are stable.
 type Report struct {

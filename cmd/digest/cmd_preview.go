@@ -12,6 +12,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/sender"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 const previewHelp = `Usage: digest preview --customer ID [--week YYYY-Www] [--snapshot FILE.jsonl] [--html FILE] [--eml FILE]
@@ -206,7 +207,7 @@ func openWeekView(ctx context.Context, env *Env, vs weekViewSettings, snap strin
 
 // pinned adopts the week's pin, if a run has made one.
 func (wv *weekView) pinned(ctx context.Context, store ledger.Store) error {
-	spec, wp, ok, err := pinnedSpec(ctx, store, wv.spec)
+	spec, wp, ok, err := weekstatus.PinnedSpec(ctx, store, wv.spec)
 	if err != nil || !ok {
 		return err
 	}
@@ -255,23 +256,6 @@ func (wv *weekView) each(ctx context.Context, customers []string, fn func(*diges
 		}
 	}
 	return ctx.Err()
-}
-
-// pinnedSpec reads the week's pin without making one: spec in the pinned
-// zone, and the pin (as_of, key id); false when no run has pinned the week.
-func pinnedSpec(ctx context.Context, store ledger.Store, spec digest.Spec) (digest.Spec, digest.WeekPin, bool, error) {
-	wp, ok, err := store.Pinned(ctx, digest.SnapshotPin{Type: spec.Type, Week: spec.Week, Version: spec.Version})
-	if err != nil || !ok {
-		return spec, wp, false, err
-	}
-	if wp.Zone != "" {
-		loc, err := time.LoadLocation(wp.Zone)
-		if err != nil {
-			return spec, wp, false, fmt.Errorf("week %s is pinned to zone %q: %w", spec.Week, wp.Zone, err)
-		}
-		spec.Location = loc
-	}
-	return spec, wp, true, nil
 }
 
 func fileExists(path string) bool {

@@ -10,6 +10,7 @@ import (
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 const repinHelp = `Usage: digest repin --week YYYY-Www --reason TEXT [--by NAME]
@@ -75,7 +76,7 @@ func cmdRepin(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	spec, wp, pinned, err := pinnedSpec(ctx, store, digest.Spec{Week: w, Location: loc, Type: rp.typ, Version: rp.version})
+	spec, wp, pinned, err := weekstatus.PinnedSpec(ctx, store, digest.Spec{Week: w, Location: loc, Type: rp.typ, Version: rp.version})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 const reviewHelp = `Usage:
@@ -191,8 +192,6 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	return usagef("unknown subcommand %q: want list, show, release, mark-sent or acknowledge", sub)
 }
 
-// receiptStates are the states a receipt can be in, in the order status
-// prints them.
 // reviewSettings are the settings of "digest review", parsed.
 type reviewSettings struct {
 	ledger    ledgerConfig
@@ -211,7 +210,9 @@ func parseReview(st *settings) reviewSettings {
 	return rv
 }
 
-var receiptStates = []digest.State{digest.StateClaimed, digest.StateSent, digest.StateRetryable, digest.StateFailed, digest.StateHeld, digest.StateQuarantined, digest.StateAcknowledged}
+// receiptStates are the states a receipt can be in, in the order status
+// prints them.
+var receiptStates = weekstatus.ReceiptStates
 
 func joinStates(states []digest.State) string {
 	out := make([]string, len(states))

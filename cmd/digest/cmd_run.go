@@ -246,7 +246,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	recordRun(ctx, env, rs.pushgatewayURL, log, store, r, &cfg, sum, err)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
-	pushWeekOf(ctx, env, rs.pushgatewayURL, log, store, source, statusQuery{spec: cfg.Spec, settle: cfg.Settle, sendEmpty: cfg.SendEmpty, keys: keyring})
+	pushWeekOf(ctx, env, rs.pushgatewayURL, log, store, source, weekstatus.Query{Spec: cfg.Spec, Settle: cfg.Settle, SendEmpty: cfg.SendEmpty, Keys: keyring})
 	return err
 }
 

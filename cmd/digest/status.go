@@ -133,11 +133,12 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 	}
 	defer closeSource()
 
-	q := statusQuery{spec: ss.spec, settle: ss.settle, shard: ss.shard, sendEmpty: *sendEmpty, keys: keys, now: env.now(), full: *full}
-	ws, c, stones, err := computeStatus(ctx, store, source, q)
+	q := weekstatus.Query{Spec: ss.spec, Settle: ss.settle, Shard: ss.shard, SendEmpty: *sendEmpty, Keys: keys, Now: env.now(), Full: *full}
+	ws, c, stones, err := weekstatus.Compute(ctx, store, source, q)
 	if err != nil {
 		return err
 	}
+	ws.ExitCode = statusExitCode(ws.Verdict)
 	pushWeekState(ctx, env, ss.pushgatewayURL, log, ws)
 	var rep ledger.RepeatReport
 	if !*asJSON {
@@ -194,16 +195,6 @@ func parseStatus(st *settings, env *Env, week, shard, snap string) (statusSettin
 	return ss, nil
 }
 
-// lastRun adds how the last run of pin ended.
-func lastRun(ctx context.Context, ws *weekstatus.Report, store ledger.Store, pin digest.SnapshotPin) error {
-	e, ok, err := store.LastRun(ctx, pin)
-	if err != nil || !ok {
-		return err
-	}
-	ws.LastRun = &e
-	return nil
-}
-
 // statusExitCode is the exit code of status for a verdict: 0 complete,
 // 4 review, 3 otherwise.
 func statusExitCode(verdict string) int {
@@ -214,12 +205,6 @@ func statusExitCode(verdict string) int {
 		return ExitReview
 	}
 	return ExitIncomplete
-}
-
-// settleStatus settles ws on the week's receipts c and sets its exit code.
-func settleStatus(ws *weekstatus.Report, c ledger.Counts) {
-	ws.Settle(c, receiptStates)
-	ws.ExitCode = statusExitCode(ws.Verdict)
 }
 
 // statusExit returns the error that makes status exit with ws.ExitCode,

@@ -277,7 +277,7 @@ func TestFastStatusAgreesWithTheFullReconciliation(t *testing.T) {
 					// A receipt of a customer runs still send: no command
 					// moves a ghost's receipt (sent before its customer
 					// unsubscribed) out of its terminal state, and the
-					// fast count relies on it (terminal, in expect.go).
+					// fast count relies on it (terminal, in weekstatus/fast.go).
 					key, ok := w.subscribedReceipt()
 					if !ok {
 						return
@@ -346,7 +346,7 @@ func TestStatusCountsFromTheLedgerAfterARun(t *testing.T) {
 	}
 }
 
-// failingSource fails every read: what computeStatus must not need after
+// failingSource fails every read: what weekstatus.Compute must not need after
 // the runs recorded their reads.
 type failingSource struct{}
 
@@ -354,8 +354,8 @@ func (failingSource) Records(context.Context, digest.SourceQuery) iter.Seq2[dige
 	return func(yield func(digest.Record, error) bool) { yield(digest.Record{}, errors.New("the source was read")) }
 }
 
-// The week state each run pushes (pushWeekOf: computeStatus of the whole
-// week, q.full unset) counts from the ledger once the runs recorded their
+// The week state each run pushes (pushWeekOf: weekstatus.Compute of the whole
+// week, q.Full unset) counts from the ledger once the runs recorded their
 // reads: it does not read the source.
 func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
 	t.Parallel()
@@ -373,14 +373,14 @@ func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := statusQuery{spec: digest.Spec{Week: isoWeek48, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
-		settle: 4 * time.Hour, keys: keys, now: time.Now()}
-	ws, _, _, err := computeStatus(ctx, store, failingSource{}, q)
+	q := weekstatus.Query{Spec: digest.Spec{Week: isoWeek48, Location: time.UTC, Type: "weekly_activity", Version: "v1"},
+		Settle: 4 * time.Hour, Keys: keys, Now: time.Now()}
+	ws, _, _, err := weekstatus.Compute(ctx, store, failingSource{}, q)
 	if err != nil || ws.CountedFrom != weekstatus.CountedFromLedger || ws.Verdict != verdictComplete {
 		t.Fatalf("the week's status after its runs: %+v, %v; want complete, counted from the ledger without the source", ws, err)
 	}
-	q.full = true
-	if _, _, _, err := computeStatus(ctx, store, failingSource{}, q); err == nil {
+	q.Full = true
+	if _, _, _, err := weekstatus.Compute(ctx, store, failingSource{}, q); err == nil {
 		t.Fatal("--customers did not read the source")
 	}
 }

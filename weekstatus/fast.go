@@ -1,9 +1,8 @@
-package main
+package weekstatus
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,28 +10,16 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/run"
-	"github.com/weeklydigest/digest/weekstatus"
 )
 
-// recordExpectation records what the run's last complete read of its
-// shard found (weekstatus.Reader) as the week's expectation for that
-// shard, with the receipts of its suppressed and empty customers by state
-// (ledger.Expectation's Ghosts), so that status can compare it with the
+// RecordExpectation records what the run's last complete read of its
+// shard found (rd) as the week's expectation for that shard, with the
+// receipts of its suppressed and empty customers by state
+// (ledger.Expectation's Ghosts), so that Compute can compare it with the
 // ledger's counts instead of reading the source. Nothing is recorded when
 // the run read no whole shard, or read it as of another cutoff or zone
-// than the week's pin, or the pin's key is not in the keyring. A failure
-// is logged: the run's result stands, and status reads the source.
-func recordExpectation(ctx context.Context, env *Env, log *slog.Logger, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, cfg *run.Config) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
-	defer cancel()
-	if err := writeExpectation(ctx, store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now()); err != nil {
-		log.Warn("record the run's expectation for status (status will read the source)", "err", err)
-	}
-}
-
-// writeExpectation is recordExpectation's work.
-func writeExpectation(ctx context.Context, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time) error {
+// than the week's pin, or the pin's key is not in the keyring.
+func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time) error {
 	r, ok := rd.Last()
 	if !ok || keys == nil {
 		return nil // no whole shard read (interrupted, refused, or a retry of listed customers only)
@@ -99,9 +86,9 @@ type fastInput struct {
 	counts    ledger.Counts // the week's receipts by state (every type and version)
 }
 
-// fastTally is the fast count's result: what weekstatus.Count would say.
+// fastTally is the fast count's result: what Count would say.
 type fastTally struct {
-	customers     weekstatus.Counts
+	customers     Counts
 	expected      int64
 	receiptStates map[digest.State]int64 // the shard's matched receipts; nil for the whole week
 }
@@ -165,16 +152,16 @@ func fastCount(in fastInput) (fastTally, string) {
 	if unmatched > 0 && in.ex.Observed {
 		return fastTally{}, "customers without a receipt in a week with observations: observed or pending"
 	}
-	t := fastTally{customers: weekstatus.Counts{}, expected: send}
+	t := fastTally{customers: Counts{}, expected: send}
 	if !in.shard.All() {
 		return shardCount(in.shard, set, matched, unmatched)
 	}
 	for s, n := range matched {
-		t.customers[weekstatus.OfReceipt(&weekstatus.Receipt{State: s}, false, false)] += n
+		t.customers[OfReceipt(&Receipt{State: s}, false, false)] += n
 	}
-	t.customers[weekstatus.Pending] += unmatched
-	t.customers[weekstatus.Suppressed] += suppressed
-	t.customers[weekstatus.SkippedEmpty] += empty
+	t.customers[Pending] += unmatched
+	t.customers[Suppressed] += suppressed
+	t.customers[SkippedEmpty] += empty
 	return t, ""
 }
 
@@ -190,16 +177,16 @@ func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.St
 		return fastTally{}, "no expectation recorded for shard " + sh.String()
 	}
 	e := set[i]
-	t := fastTally{customers: weekstatus.Counts{}, expected: e.Send, receiptStates: map[digest.State]int64{}}
+	t := fastTally{customers: Counts{}, expected: e.Send, receiptStates: map[digest.State]int64{}}
 	for s := range matched {
-		t.customers[weekstatus.OfReceipt(&weekstatus.Receipt{State: s}, false, false)] += e.Send
+		t.customers[OfReceipt(&Receipt{State: s}, false, false)] += e.Send
 		t.receiptStates[s] = e.Send
 	}
 	if e.Send > 0 && len(matched) == 0 {
 		return fastTally{}, "expected digests and no receipt"
 	}
-	t.customers[weekstatus.Suppressed] += e.Suppressed
-	t.customers[weekstatus.SkippedEmpty] += e.Empty
+	t.customers[Suppressed] += e.Suppressed
+	t.customers[SkippedEmpty] += e.Empty
 	return t, ""
 }
 

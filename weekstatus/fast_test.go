@@ -1,4 +1,4 @@
-package main
+package weekstatus
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/ledger"
-	"github.com/weeklydigest/digest/weekstatus"
 )
 
 // fastCount proves a count or refuses: it never returns a tally in which
@@ -68,13 +67,13 @@ func TestFastCountRefusesWhatItCannotProve(t *testing.T) {
 		if why != "" {
 			continue
 		}
-		v := weekstatus.Week{Pinned: true, Customers: ft.customers}.Verdict()
-		if (v == weekstatus.VerdictComplete) != tc.complete {
+		v := Week{Pinned: true, Customers: ft.customers}.Verdict()
+		if (v == VerdictComplete) != tc.complete {
 			t.Errorf("%s: verdict %s (customers %v), want complete %v", tc.name, v, ft.customers, tc.complete)
 		}
 		var send int64
 		for o, n := range ft.customers {
-			if o != weekstatus.Suppressed && o != weekstatus.SkippedEmpty {
+			if o != Suppressed && o != SkippedEmpty {
 				send += n
 			}
 		}

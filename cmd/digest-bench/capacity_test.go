@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,5 +97,41 @@ func TestCapacityUsageErrors(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "\n  -"+f+" ") && !strings.Contains(out, "\n  -"+f+"\n") {
 			t.Errorf("capacity --help (exit %d) lacks -%s:\n%s", code, f, out)
 		}
+	}
+}
+
+// A shard that fails fails the measurement (exit 1), but only after the
+// rest is measured and printed: status and prune of the week it left are
+// what an operator meets after such a failure.
+func TestCapacityFailedShard(t *testing.T) {
+	t.Parallel()
+	// The "digest binary" fails shard 1/2's run and is the real one for
+	// everything else.
+	bin := filepath.Join(t.TempDir(), "digest")
+	script := "#!/bin/sh\ncase \"$*\" in *'--shard 1/2'*) echo injected failure >&2; exit 1;; esac\nexec " + e2etest.Binary() + " \"$@\"\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := benchMain(t, map[string]string{"DIGEST_DATABASE_URL": pgtest.BaseURL()},
+		"capacity", "--digest-bin", bin, "--customers", "300", "--shards", "2", "--concurrency", "1", "--json")
+	if code != 1 || !strings.Contains(errOut, "shard 1/2 exited 1:\ninjected failure") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 naming shard 1/2 and its last lines", code, errOut)
+	}
+	var res bench.CapacityResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if len(res.Runs) != 2 || res.Runs[0].ExitCode != 0 || res.Runs[0].Sent == 0 || res.Runs[1].ExitCode != 1 || res.Runs[1].Sent != 0 {
+		t.Fatalf("shard runs %+v; want 0/2 sent some, 1/2 exited 1 having sent none", res.Runs)
+	}
+	if res.Received != int64(res.Runs[0].Sent) || res.Receipts["sent"] != int64(res.Runs[0].Sent) {
+		t.Errorf("the null server received %d, receipts %v; want shard 0/2's %d", res.Received, res.Receipts, res.Runs[0].Sent)
+	}
+	if res.Status.ExitCode != 3 || res.StatusShard.ExitCode != 0 || res.StatusShard.Outcome != "complete" {
+		t.Errorf("status of the week: exit %d (%s), of shard 0/2: exit %d (%s); want 3 (shard 1/2's customers remain) and 0, complete",
+			res.Status.ExitCode, res.Status.Outcome, res.StatusShard.ExitCode, res.StatusShard.Outcome)
+	}
+	if res.Prune.ExitCode != 0 || res.Prune.Command == "" {
+		t.Errorf("prune: %+v; want it run", res.Prune)
 	}
 }

@@ -163,7 +163,10 @@ func MeasureCapacity(ctx context.Context, cfg CapacityConfig) (CapacityResult, e
 	defer srv.stop()
 
 	progress("%d shards at once: digest run --week %s --shard i/%d (%d connections each)", cfg.Shards, cfg.Week, cfg.Shards, cfg.Concurrency)
-	if err := runShards(ctx, w, srv, cfg, &res); err != nil {
+	// A shard that failed fails the measurement, but only at the end:
+	// what status and prune make of the week it left is worth measuring.
+	failed, err := runShards(ctx, w, srv, cfg, &res)
+	if err != nil {
 		return res, err
 	}
 	if err := ledgerAfter(ctx, w, &res); err != nil {
@@ -185,12 +188,13 @@ UPDATE week_runs SET last_started_at = last_started_at - interval '400 days' WHE
 	res.AgeSeconds = time.Since(t0).Seconds()
 	progress("digest prune --older-than 90d")
 	res.Prune = timePrune(w.command(ctx, withDB, "prune", "--older-than", "90d"))
-	return res, nil
+	return res, failed
 }
 
 // runShards starts every shard process at once and measures each and
-// the whole.
-func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg CapacityConfig, res *CapacityResult) error {
+// the whole. Shards that failed are its first error, the measurement's
+// own failures its second.
+func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg CapacityConfig, res *CapacityResult) (failed, err error) {
 	id := randomHex(3)
 	apps := make([]string, cfg.Shards)
 	cmds := make([]*exec.Cmd, cfg.Shards)
@@ -198,22 +202,22 @@ func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg Capacit
 		apps[i] = fmt.Sprintf("digest-bench-cap-%s-%d", id, i)
 		url, err := withParam(w.url, "application_name", apps[i])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cmds[i] = w.command(ctx, []string{"DIGEST_DATABASE_URL=" + url, "DIGEST_SMTP_URL=smtp://" + srv.addr + "?tls=none"},
 			"run", "--week", cfg.Week.String(), "--shard", fmt.Sprintf("%d/%d", i, cfg.Shards))
 	}
 	wal0, err := w.walLSN(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	count0, srvCPU0, err := srv.count()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	backends, err := watchBackendsOf(ctx, cfg.DatabaseURL, apps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.LoadBefore = load1()
 	res.Runs = make([]ShardRun, cfg.Shards)
@@ -248,19 +252,19 @@ func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg Capacit
 	res.LoadAfter = load1()
 	count1, srvCPU1, err := srv.count()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var wal int64
 	if err := w.admin.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint`, wal0).Scan(&wal); err != nil {
-		return fmt.Errorf("bench: wal: %w", err)
+		return nil, fmt.Errorf("bench: wal: %w", err)
 	}
 	var procCPU, pgCPU time.Duration
-	var failed []string
+	var lost []string
 	for i, cmd := range cmds {
 		r := &res.Runs[i]
 		res.Sent += r.Sent
 		if r.ExitCode != 0 {
-			failed = append(failed, fmt.Sprintf("shard %s exited %d:\n%s", r.Shard, r.ExitCode, tails[i]))
+			lost = append(lost, fmt.Sprintf("shard %s exited %d:\n%s", r.Shard, r.ExitCode, tails[i]))
 		}
 		if cmd.ProcessState == nil {
 			continue
@@ -280,10 +284,10 @@ func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg Capacit
 	if res.Sent > 0 {
 		res.WALBytes = float64(wal) / float64(res.Sent)
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("bench: %s", strings.Join(failed, "\n"))
+	if len(lost) > 0 {
+		return fmt.Errorf("bench: %s", strings.Join(lost, "\n")), nil
 	}
-	return nil
+	return nil, nil
 }
 
 // perDigest is c per digest in microseconds (0 with none sent).

@@ -31,8 +31,9 @@ count and the process's peak RSS (ru_maxrss). Then the week's measures:
 what the null server received against what the shards sent, the week's
 receipts by state, the null server's CPU per digest, the busy cores (the
 processes' CPU time over the wall time) with the 1-minute load average
-before and after, the WAL written per digest (cluster-wide), the duration
-and verdict of "digest status" of the week and of shard 0/S, and of
+before and after, the WAL written per digest (cluster-wide), the duration,
+peak RSS and verdict of "digest status" of the week and of shard 0/S
+(and whether it counted from the ledger or read the source, and why), and of
 "digest prune --older-than 90d" once the week's receipts and runs are
 aged by 400 days in SQL (a prune never takes a week run within its
 horizon; the ageing's own time is shown apart), and the rows and size of

@@ -54,8 +54,9 @@ func TestCapacitySmall(t *testing.T) {
 		t.Errorf("server CPU %.0f µs, WAL %.0f B/digest, %.2f cores, %.0f digests/s; want all positive", res.ServerCPU, res.WALBytes, res.Cores, res.PerSecond)
 	}
 	for _, st := range []bench.Timed{res.Status, res.StatusShard} {
-		if st.ExitCode != 0 || st.Outcome != "complete" || st.Seconds <= 0 {
-			t.Errorf("%s: exit %d, %q after %.3fs; want exit 0, complete", st.Command, st.ExitCode, st.Outcome, st.Seconds)
+		if st.ExitCode != 0 || st.Outcome != "complete" || st.Seconds <= 0 || st.CountedFrom == "" || st.PeakRSS <= 1 {
+			t.Errorf("%s: exit %d, %q counted from %q after %.3fs, peak RSS %.1f MiB; want exit 0, complete, and how it counted",
+				st.Command, st.ExitCode, st.Outcome, st.CountedFrom, st.Seconds, st.PeakRSS)
 		}
 	}
 	if !strings.Contains(res.StatusShard.Command, "--shard 0/2") {

@@ -91,6 +91,13 @@ type Timed struct {
 	ExitCode int     `json:"exit_code"`
 	// Outcome: status's verdict, or prune's first line.
 	Outcome string `json:"outcome"`
+	// CountedFrom is status's "ledger" (the week's counters) or "source"
+	// (a read of the source and of every receipt of the week), and
+	// SourceReason why it read the source.
+	CountedFrom  string `json:"counted_from,omitempty"`
+	SourceReason string `json:"source_reason,omitempty"`
+	// PeakRSS is the command's peak resident set (ru_maxrss), in MiB.
+	PeakRSS float64 `json:"peak_rss_mib"`
 }
 
 // CapacityResult is what MeasureCapacity measured.
@@ -341,10 +348,12 @@ WHERE isleaf AND pg_relation_size(relid) > 0`, w.name+".receipts").Scan(&names)
 func timeStatus(cmd *exec.Cmd) Timed {
 	t, out := timed(cmd)
 	var st struct {
-		Verdict string `json:"verdict"`
+		Verdict      string `json:"verdict"`
+		CountedFrom  string `json:"counted_from"`
+		SourceReason string `json:"source_reason"`
 	}
 	if json.Unmarshal(out, &st) == nil && st.Verdict != "" {
-		t.Outcome = st.Verdict
+		t.Outcome, t.CountedFrom, t.SourceReason = st.Verdict, st.CountedFrom, st.SourceReason
 	}
 	return t
 }
@@ -368,6 +377,9 @@ func timed(cmd *exec.Cmd) (Timed, []byte) {
 	t.Seconds = time.Since(t0).Seconds()
 	t.ExitCode = exitCode(cmd, err)
 	t.Outcome = firstLine(out, err)
+	if cmd.ProcessState != nil {
+		t.PeakRSS = peakRSSOf(cmd.ProcessState)
+	}
 	return t, out
 }
 

@@ -16,9 +16,10 @@ func TestCapacityTable(t *testing.T) {
 		},
 		Seconds: 1010, Sent: 9_000_001, Received: 9_000_001, Receipts: map[string]int64{"sent": 9_000_001, "failed": 2, "held": 2},
 		ProcessCPU: 125, PostgresCPU: 145, ServerCPU: 40, Cores: 1.9, WALBytes: 1845.6, LoadBefore: 3, LoadAfter: 9.5,
-		Tables: []Table{{Name: "receipts_2026_w48", Rows: 9_000_001, Bytes: 10 << 30}},
-		Status: Timed{Seconds: 0.03, Outcome: "complete"}, StatusShard: Timed{Seconds: 0.04, Outcome: "remaining", ExitCode: 3},
-		AgeSeconds: 95, Prune: Timed{Seconds: 12.5, Outcome: "pruned 9000001 receipts older than 90d, the partition dropped whole"},
+		Tables:      []Table{{Name: "receipts_2026_w48", Rows: 9_000_001, Bytes: 10 << 30}},
+		Status:      Timed{Seconds: 0.03, Outcome: "complete", CountedFrom: "ledger", PeakRSS: 20},
+		StatusShard: Timed{Seconds: 80, Outcome: "remaining", ExitCode: 3, CountedFrom: "source", SourceReason: "the week was pruned", PeakRSS: 1400},
+		AgeSeconds:  95, Prune: Timed{Seconds: 12.5, Outcome: "pruned 9000001 receipts older than 90d, the partition dropped whole", PeakRSS: 30},
 	}
 	var b strings.Builder
 	if err := res.Print(&b); err != nil {
@@ -35,10 +36,10 @@ func TestCapacityTable(t *testing.T) {
 		"| CPU/digest, all processes | 310 µs |",
 		"| busy cores | 1.90 (1-minute load 3.00 before the run, 9.50 after) |",
 		"| WAL/digest | 1,846 bytes (cluster-wide) |",
-		"| status, whole week | 0.03 s: complete (exit 0) |",
-		"| status, one shard | 0.04 s: remaining (exit 3) |",
+		"| status, whole week | 0.03 s, 20 MiB peak RSS: complete (exit 0), counted from ledger |",
+		"| status, one shard | 80.00 s, 1400 MiB peak RSS: remaining (exit 3), counted from source: the week was pruned |",
 		"| ageing the week by SQL (not part of prune) | 95.0 s |",
-		"| prune of the week | 12.50 s: pruned 9000001 receipts older than 90d, the partition dropped whole (exit 0) |",
+		"| prune of the week | 12.50 s, 30 MiB peak RSS: pruned 9000001 receipts older than 90d, the partition dropped whole (exit 0) |",
 		"| receipts_2026_w48 | 9,000,001 | 10240.0 MiB | 1,193 |",
 	} {
 		if !strings.Contains(out, want+"\n") {

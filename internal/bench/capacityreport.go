@@ -46,10 +46,14 @@ func (r *CapacityResult) Print(w io.Writer) error {
 		name string
 		t    Timed
 	}{{"status, whole week", r.Status}, {"status, one shard", r.StatusShard}} {
-		row(t.name, "%.2f s: %s (exit %d)", t.t.Seconds, t.t.Outcome, t.t.ExitCode)
+		from := "counted from " + t.t.CountedFrom
+		if t.t.SourceReason != "" {
+			from += ": " + t.t.SourceReason
+		}
+		row(t.name, "%.2f s, %.0f MiB peak RSS: %s (exit %d), %s", t.t.Seconds, t.t.PeakRSS, t.t.Outcome, t.t.ExitCode, from)
 	}
 	row("ageing the week by SQL (not part of prune)", "%.1f s", r.AgeSeconds)
-	row("prune of the week", "%.2f s: %s (exit %d)", r.Prune.Seconds, r.Prune.Outcome, r.Prune.ExitCode)
+	row("prune of the week", "%.2f s, %.0f MiB peak RSS: %s (exit %d)", r.Prune.Seconds, r.Prune.PeakRSS, r.Prune.Outcome, r.Prune.ExitCode)
 	b.WriteString("\n| table | rows | size | bytes/digest |\n|---|--:|--:|--:|\n")
 	for _, t := range r.Tables {
 		per := "–"

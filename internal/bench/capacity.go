@@ -75,6 +75,9 @@ type ShardRun struct {
 	Backends    int     `json:"postgres_backends"`
 	// PeakRSS is the process's peak resident set (ru_maxrss), in MiB.
 	PeakRSS float64 `json:"peak_rss_mib"`
+	// Warnings are the first of its log's warnings and errors: a run
+	// that exits 0 may still have failed to record what status reads.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Table is one relation of the ledger or the source after the run.
@@ -243,7 +246,8 @@ func runShards(ctx context.Context, w *binaryWeek, srv *nullProcess, cfg Capacit
 			continue
 		}
 		wg.Go(func() {
-			sum, tail := scanSummary(stderr)
+			sum, tail, warnings := scanSummary(stderr)
+			r.Warnings = warnings
 			err := cmd.Wait()
 			r.Seconds = time.Since(t0).Seconds()
 			sent, _ := sum["sent"].(float64)

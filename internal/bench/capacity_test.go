@@ -12,7 +12,8 @@ func TestCapacityTable(t *testing.T) {
 	res := CapacityResult{Customers: 10_000_000, Shards: 2, Concurrency: 4, Week: "2026-W48", SeedSeconds: 120,
 		Runs: []ShardRun{
 			{Shard: "0/2", Sent: 4_500_000, Seconds: 1000, ProcessCPU: 120, PostgresCPU: 140, Backends: 4, PeakRSS: 50},
-			{Shard: "1/2", Sent: 4_500_001, Seconds: 1010, ProcessCPU: 130, PostgresCPU: 150, Backends: 5, PeakRSS: 60},
+			{Shard: "1/2", Sent: 4_500_001, Seconds: 1010, ProcessCPU: 130, PostgresCPU: 150, Backends: 5, PeakRSS: 60,
+				Warnings: []string{"record the run's expectation for status (status will read the source): timeout"}},
 		},
 		Seconds: 1010, Sent: 9_000_001, Received: 9_000_001, Receipts: map[string]int64{"sent": 9_000_001, "failed": 2, "held": 2},
 		ProcessCPU: 125, PostgresCPU: 145, ServerCPU: 40, Cores: 1.9, WALBytes: 1845.6, LoadBefore: 3, LoadAfter: 9.5,
@@ -41,6 +42,7 @@ func TestCapacityTable(t *testing.T) {
 		"| ageing the week by SQL (not part of prune) | 95.0 s |",
 		"| prune of the week | 12.50 s, 30 MiB peak RSS: pruned 9000001 receipts older than 90d, the partition dropped whole (exit 0) |",
 		"| receipts_2026_w48 | 9,000,001 | 10240.0 MiB | 1,193 |",
+		"Shard 1/2 logged: record the run's expectation for status (status will read the source): timeout",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("table lacks the line %q:\n%s", want, out)
@@ -89,5 +91,24 @@ func TestCapacityConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: accepted %+v", name, c)
 		}
+	}
+}
+
+// A run's warnings and errors are kept, first ones first, with the
+// summary of its last line; other lines only in the tail.
+func TestScanSummaryKeepsWarnings(t *testing.T) {
+	t.Parallel()
+	var log strings.Builder
+	log.WriteString(`{"level":"INFO","msg":"started"}` + "\n")
+	for i := range maxWarnings + 2 {
+		log.WriteString(`{"level":"WARN","msg":"slow","err":"timeout ` + string(rune('a'+i)) + `"}` + "\n")
+	}
+	log.WriteString(`{"level":"ERROR","msg":"late"}` + "\n" + `{"level":"INFO","msg":"done","summary":{"sent":3}}` + "\n")
+	sum, tail, warnings := scanSummary(strings.NewReader(log.String()))
+	if sum["sent"] != 3.0 || !strings.HasSuffix(tail, `"sent":3}}`) {
+		t.Errorf("summary %v, tail %q; want sent 3 and the last line", sum, tail)
+	}
+	if len(warnings) != maxWarnings || warnings[0] != "slow: timeout a" || warnings[maxWarnings-1] != "slow: timeout e" {
+		t.Errorf("warnings %q; want the first %d", warnings, maxWarnings)
 	}
 }

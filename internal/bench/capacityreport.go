@@ -27,6 +27,11 @@ func (r *CapacityResult) Print(w io.Writer) error {
 	fmt.Fprintf(&b, "| **all** | **%s** | **%.1f s** | **%s** | **%.0f µs** | **%.0f µs** | %d | %.0f MiB (max) |\n\n",
 		grouped(int64(r.Sent)), r.Seconds, rate(r.Sent, r.Seconds), r.ProcessCPU, r.PostgresCPU, backends, peak)
 
+	for _, s := range r.Runs {
+		for _, w := range s.Warnings {
+			fmt.Fprintf(&b, "Shard %s logged: %s\n\n", s.Shard, w)
+		}
+	}
 	b.WriteString("| measure | value |\n|---|---|\n")
 	row := func(name, format string, args ...any) {
 		fmt.Fprintf(&b, "| %s | "+format+" |\n", append([]any{name}, args...)...)

@@ -329,7 +329,7 @@ func jobRun(ctx context.Context, w *binaryWeek, srv *nullProcess, digestCmd func
 		backends.stop()
 		return s, fmt.Errorf("bench: start digest run: %w", err)
 	}
-	sum, tail := scanSummary(stderr)
+	sum, tail, _ := scanSummary(stderr)
 	err = cmd.Wait()
 	d := time.Since(t0)
 	pgCPU, n := backends.stop()
@@ -407,10 +407,11 @@ func peakRSSOf(ps *os.ProcessState) float64 {
 }
 
 // scanSummary reads the run's JSON log to its end and returns the
-// summary of its final line, and the last lines for an error message.
-func scanSummary(r io.Reader) (map[string]any, string) {
-	var sum map[string]any
-	var tail []string
+// summary of its final line, the last lines for an error message, and its
+// first warnings and errors (level WARN or ERROR: message and error), which
+// a run that succeeds logs and goes on.
+func scanSummary(r io.Reader) (sum map[string]any, tail string, warnings []string) {
+	var lines []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -419,15 +420,21 @@ func scanSummary(r io.Reader) (map[string]any, string) {
 			if s, ok := line["summary"].(map[string]any); ok {
 				sum = s
 			}
+			if lv := line["level"]; (lv == "WARN" || lv == "ERROR") && len(warnings) < maxWarnings {
+				warnings = append(warnings, fmt.Sprintf("%v: %v", line["msg"], line["err"]))
+			}
 		}
-		tail = append(tail, sc.Text())
-		if len(tail) > 20 {
-			tail = tail[1:]
+		lines = append(lines, sc.Text())
+		if len(lines) > 20 {
+			lines = lines[1:]
 		}
 	}
 	_, _ = io.Copy(io.Discard, r)
-	return sum, strings.Join(tail, "\n")
+	return sum, strings.Join(lines, "\n"), warnings
 }
+
+// maxWarnings is how many of a run's warnings scanSummary keeps.
+const maxWarnings = 5
 
 // medianOf returns, field by field, the median of the samples of kind
 // against sink.

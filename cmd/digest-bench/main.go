@@ -22,6 +22,7 @@ import (
 
 const help = `Usage: digest-bench --database-url URL [--customers N] [--concurrency C] [--batch-size B] [--schema NAME]
        digest-bench user --database-url URL [--digest-bin PATH] [--runs R] [--json] ...
+       digest-bench capacity --database-url URL [--customers N] [--shards S] [--json] ...
 
 "digest-bench user" measures the digest binary as the user runs it: a
 separate null SMTP server process, a plain go-mail loop process sending the
@@ -29,6 +30,11 @@ same rendered digest, CPU per message of each process and of the run's
 PostgreSQL backends; see "digest-bench user --help". It is the measurement
 of record: the in-process mode below flatters the job (one process, a
 shorter plain-loop message).
+
+"digest-bench capacity" measures a large week as the sharded Job sends it:
+S shard processes at once on one PostgreSQL against a null SMTP server
+process, then "digest status" and "digest prune" of the week; see
+"digest-bench capacity --help".
 
 Without a subcommand it measures a whole week end to end on this machine: seeds N synthetic
 customers with COPY into a fresh schema of the PostgreSQL database named by
@@ -85,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[0] {
 		case "user":
 			return user(ctx, args[1:], getenv, stdout, stderr)
+		case "capacity":
+			return capacity(ctx, args[1:], getenv, stdout, stderr)
 		case "null-smtp":
 			return nullSMTP(args[1:], stdout)
 		case "plain-loop", "limit-loop":

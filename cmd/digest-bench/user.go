@@ -91,23 +91,13 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	if *bin == "" {
-		dir, err := os.MkdirTemp("", "digest-bench-bin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*bin = filepath.Join(dir, "digest")
-		fmt.Fprintf(stderr, "bench: go build -o %s ./cmd/digest\n", *bin)
-		build := exec.CommandContext(ctx, "go", "build", "-o", *bin, "./cmd/digest")
-		if out, err := build.CombinedOutput(); err != nil {
-			return usageError(fmt.Sprintf("cannot build ./cmd/digest here (%v: %s); run from the repository or pass --digest-bin", err, strings.TrimSpace(string(out))))
-		}
-	} else if _, err := os.Stat(*bin); err != nil {
-		return usageError(fmt.Sprintf("--digest-bin: %v", err))
+	digestBin, cleanup, err := digestBinary(ctx, *bin, stderr)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	res, err := bench.MeasureUser(ctx, bench.UserConfig{
-		DatabaseURL: *url, Schema: *schema, DigestBin: *bin, Self: self,
+		DatabaseURL: *url, Schema: *schema, DigestBin: digestBin, Self: self,
 		Customers: *n, Concurrency: *conc, Runs: *runs, Sinks: sinkList, Progress: stderr, TraceDir: *traceDir,
 	})
 	if err != nil {
@@ -119,6 +109,29 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 		return enc.Encode(res)
 	}
 	return res.Print(stdout)
+}
+
+// digestBinary returns bin, or without it a digest binary built from
+// ./cmd/digest into a temporary directory that cleanup removes.
+func digestBinary(ctx context.Context, bin string, stderr io.Writer) (_ string, cleanup func(), _ error) {
+	if bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", nil, usageError(fmt.Sprintf("--digest-bin: %v", err))
+		}
+		return bin, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "digest-bench-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, "digest")
+	fmt.Fprintf(stderr, "bench: go build -o %s ./cmd/digest\n", bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/digest")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, usageError(fmt.Sprintf("cannot build ./cmd/digest here (%v: %s); run from the repository or pass --digest-bin", err, strings.TrimSpace(string(out))))
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
 }
 
 // nullSMTP runs "digest-bench null-smtp", the server process of "user".

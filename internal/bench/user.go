@@ -3,8 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,25 +173,32 @@ func (c *UserConfig) setDefaults() error {
 			return fmt.Errorf("bench: sink %q: want %s or %s", k, SinkChunking, SinkNoChunking)
 		}
 	}
-	if c.Week == (digest.ISOWeek{}) {
-		c.Week = DefaultWeek
+	if c.Runs < 1 || c.Runs > 100 {
+		return fmt.Errorf("bench: runs %d: want 1 to 100", c.Runs)
 	}
-	if c.Progress == nil {
-		c.Progress = io.Discard
+	return checkBinaryWeek(&c.Week, &c.Progress, c.DatabaseURL, c.DigestBin, c.Self, c.Schema, c.Customers, c.Concurrency)
+}
+
+// checkBinaryWeek fills in the week and progress defaults and checks the
+// settings MeasureUser and MeasureCapacity share.
+func checkBinaryWeek(week *digest.ISOWeek, progress *io.Writer, databaseURL, digestBin, self, schema string, customers, concurrency int) error {
+	if *week == (digest.ISOWeek{}) {
+		*week = DefaultWeek
+	}
+	if *progress == nil {
+		*progress = io.Discard
 	}
 	switch {
-	case c.DatabaseURL == "":
+	case databaseURL == "":
 		return errors.New("bench: DatabaseURL is required")
-	case c.DigestBin == "" || c.Self == "":
+	case digestBin == "" || self == "":
 		return errors.New("bench: DigestBin and Self are required")
-	case c.Customers < 1:
-		return fmt.Errorf("bench: customers %d: want at least 1", c.Customers)
-	case c.Concurrency < 1 || c.Concurrency > 256:
-		return fmt.Errorf("bench: concurrency %d: want 1 to 256", c.Concurrency)
-	case c.Runs < 1 || c.Runs > 100:
-		return fmt.Errorf("bench: runs %d: want 1 to 100", c.Runs)
-	case c.Schema != "" && !validSchema(c.Schema):
-		return fmt.Errorf("bench: schema %q: want lower-case letters, digits and '_'", c.Schema)
+	case customers < 1:
+		return fmt.Errorf("bench: customers %d: want at least 1", customers)
+	case concurrency < 1 || concurrency > 256:
+		return fmt.Errorf("bench: concurrency %d: want 1 to 256", concurrency)
+	case schema != "" && !validSchema(schema):
+		return fmt.Errorf("bench: schema %q: want lower-case letters, digits and '_'", schema)
 	}
 	return nil
 }
@@ -217,47 +222,12 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	res := UserResult{Customers: cfg.Customers, Concurrency: cfg.Concurrency, Runs: cfg.Runs}
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "bench: "+format+"\n", args...) }
 
-	ws, err := openSchema(ctx, cfg.DatabaseURL, cfg.Schema)
+	w, err := openBinaryWeek(ctx, cfg.DatabaseURL, cfg.Schema, cfg.DigestBin, cfg.Customers, cfg.Concurrency, cfg.Week, progress)
 	if err != nil {
 		return res, err
 	}
-	defer ws.close(ctx)
-	admin, schema, dbURL := ws.admin, ws.name, ws.url
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	env := append(os.Environ(),
-		"DIGEST_HMAC_KEYS=bench:"+base64.StdEncoding.EncodeToString(key),
-		"DIGEST_RATE=1000000", "DIGEST_BURST=1000", // far above reach: the limiter costs, never waits
-		"DIGEST_CONCURRENCY="+strconv.Itoa(cfg.Concurrency),
-		"DIGEST_LOG_LEVEL=info",
-	)
-	digestCmd := func(extra []string, args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, cfg.DigestBin, args...)
-		cmd.Env = append(slices.Clone(env), extra...)
-		return cmd
-	}
-	withDB := []string{"DIGEST_DATABASE_URL=" + dbURL}
-	if out, err := digestCmd(withDB, "migrate").CombinedOutput(); err != nil {
-		return res, fmt.Errorf("bench: digest migrate: %v\n%s", err, out)
-	}
-	var have int64
-	if err := admin.QueryRow(ctx, "SELECT count(*) FROM "+schema+".digest_customers").Scan(&have); err != nil {
-		have = -1
-	}
-	if have != int64(cfg.Customers) {
-		if have > 0 {
-			if _, err := admin.Exec(ctx, "DROP TABLE "+schema+".digest_customers, "+schema+".digest_activity"); err != nil {
-				return res, fmt.Errorf("bench: drop old source tables: %w", err)
-			}
-		}
-		progress("digest seed --customers %d --week %s", cfg.Customers, cfg.Week)
-		out, err := digestCmd(withDB, "seed", "--customers", strconv.Itoa(cfg.Customers), "--week", cfg.Week.String()).CombinedOutput()
-		if err != nil {
-			return res, fmt.Errorf("bench: digest seed: %v\n%s", err, out)
-		}
-	} else {
-		progress("reusing %d seeded customers", have)
-	}
+	defer w.close(ctx)
+	digestCmd := func(extra []string, args ...string) *exec.Cmd { return w.command(ctx, extra, args...) }
 
 	dir, err := os.MkdirTemp("", "digest-bench-")
 	if err != nil {
@@ -281,11 +251,11 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	for i := range cfg.Runs {
 		for k, sink := range cfg.Sinks {
 			srv := sinks[k]
-			if _, err := admin.Exec(ctx, "SET search_path TO "+schema+"; TRUNCATE "+ledgerTables); err != nil {
-				return res, fmt.Errorf("bench: empty the ledger: %w", err)
+			if err := w.emptyLedger(ctx); err != nil {
+				return res, err
 			}
 			progress("round %d/%d, sink %s: digest run (%d connections)", i+1, cfg.Runs, sink, cfg.Concurrency)
-			job, err := jobRun(ctx, admin, srv, digestCmd, dbURL, cfg, run)
+			job, err := jobRun(ctx, w, srv, digestCmd, cfg, run)
 			if err != nil {
 				return res, err
 			}
@@ -325,17 +295,17 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 }
 
 // jobRun runs "digest run" once and measures it.
-func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd func([]string, ...string) *exec.Cmd,
-	dbURL string, cfg UserConfig, i int) (Sample, error) {
+func jobRun(ctx context.Context, w *binaryWeek, srv *nullProcess, digestCmd func([]string, ...string) *exec.Cmd,
+	cfg UserConfig, i int) (Sample, error) {
 	s := Sample{Kind: "job"}
 	app := fmt.Sprintf("digest-bench-run-%s-%d", randomHex(3), i)
-	url, err := withParam(dbURL, "application_name", app)
+	url, err := withParam(w.url, "application_name", app)
 	if err != nil {
 		return s, err
 	}
-	var wal0 string
-	if err := admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&wal0); err != nil {
-		return s, fmt.Errorf("bench: wal position: %w", err)
+	wal0, err := w.walLSN(ctx)
+	if err != nil {
+		return s, err
 	}
 	count0, srvCPU0, err := srv.count()
 	if err != nil {
@@ -359,7 +329,7 @@ func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd fu
 		backends.stop()
 		return s, fmt.Errorf("bench: start digest run: %w", err)
 	}
-	sum, tail := scanSummary(stderr)
+	sum, tail, _ := scanSummary(stderr)
 	err = cmd.Wait()
 	d := time.Since(t0)
 	pgCPU, n := backends.stop()
@@ -375,7 +345,7 @@ func jobRun(ctx context.Context, admin *pgx.Conn, srv *nullProcess, digestCmd fu
 		return s, err
 	}
 	var wal, ledger int64
-	err = admin.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint,
+	err = w.admin.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint,
 (SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('receipts')) + pg_total_relation_size('receipt_events')`, wal0).Scan(&wal, &ledger)
 	if err != nil {
 		return s, fmt.Errorf("bench: wal and ledger size: %w", err)
@@ -423,17 +393,25 @@ func (s *Sample) fill(messages int, received int64, d time.Duration, ps *os.Proc
 	s.ProcessCPU = us(ps.UserTime() + ps.SystemTime())
 	s.ServerCPU, s.PostgresCPU = us(srvCPU), us(pgCPU)
 	s.Cores = (s.ProcessCPU + s.ServerCPU + s.PostgresCPU) * float64(messages) / 1e6 / d.Seconds()
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		s.PeakRSS = float64(ru.Maxrss) / 1024 // KiB on Linux
-	}
+	s.PeakRSS = peakRSSOf(ps)
 	s.Load = load1()
 }
 
+// peakRSSOf is the peak resident set of the exited process ps
+// (getrusage's ru_maxrss), in MiB.
+func peakRSSOf(ps *os.ProcessState) float64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	return 0
+}
+
 // scanSummary reads the run's JSON log to its end and returns the
-// summary of its final line, and the last lines for an error message.
-func scanSummary(r io.Reader) (map[string]any, string) {
-	var sum map[string]any
-	var tail []string
+// summary of its final line, the last lines for an error message, and its
+// first warnings and errors (level WARN or ERROR: message and error), which
+// a run that succeeds logs and goes on.
+func scanSummary(r io.Reader) (sum map[string]any, tail string, warnings []string) {
+	var lines []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -442,15 +420,21 @@ func scanSummary(r io.Reader) (map[string]any, string) {
 			if s, ok := line["summary"].(map[string]any); ok {
 				sum = s
 			}
+			if lv := line["level"]; (lv == "WARN" || lv == "ERROR") && len(warnings) < maxWarnings {
+				warnings = append(warnings, fmt.Sprintf("%v: %v", line["msg"], line["err"]))
+			}
 		}
-		tail = append(tail, sc.Text())
-		if len(tail) > 20 {
-			tail = tail[1:]
+		lines = append(lines, sc.Text())
+		if len(lines) > 20 {
+			lines = lines[1:]
 		}
 	}
 	_, _ = io.Copy(io.Discard, r)
-	return sum, strings.Join(tail, "\n")
+	return sum, strings.Join(lines, "\n"), warnings
 }
+
+// maxWarnings is how many of a run's warnings scanSummary keeps.
+const maxWarnings = 5
 
 // medianOf returns, field by field, the median of the samples of kind
 // against sink.
@@ -508,24 +492,33 @@ func load1() float64 {
 	return v
 }
 
-// backendWatch follows the PostgreSQL backends of one run, found by their
-// application_name, and keeps the CPU time last read of each: a backend
-// exits with its client, so it is read while it lives (every 20 ms; what
-// a backend spends in its last moments after the final read is lost).
+// backendWatch follows the PostgreSQL backends of one or more runs,
+// found by their application_name, and keeps the CPU time last read of
+// each: a backend exits with its client, so it is read while it lives
+// (every 20 ms; what a backend spends in its last moments after the final
+// read is lost).
 type backendWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	cpu    map[uint32]time.Duration
+	app    map[uint32]string
 }
 
+// watchBackends follows the backends named app.
 func watchBackends(ctx context.Context, databaseURL, app string) (*backendWatch, error) {
+	return watchBackendsOf(ctx, databaseURL, []string{app})
+}
+
+// watchBackendsOf follows the backends of every name in apps, with one
+// connection, for runs that go at the same time.
+func watchBackendsOf(ctx context.Context, databaseURL string, apps []string) (*backendWatch, error) {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("bench: connect: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &backendWatch{cancel: cancel, done: make(chan struct{}), cpu: map[uint32]time.Duration{}}
+	w := &backendWatch{cancel: cancel, done: make(chan struct{}), cpu: map[uint32]time.Duration{}, app: map[uint32]string{}}
 	go func() {
 		defer close(w.done)
 		defer conn.Close(context.WithoutCancel(ctx))
@@ -533,17 +526,7 @@ func watchBackends(ctx context.Context, databaseURL, app string) (*backendWatch,
 		defer tick.Stop()
 		for n := 0; ; n++ {
 			if n%5 == 0 { // look for new backends every 100 ms
-				rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
-				if err == nil {
-					pids, _ := pgx.CollectRows(rows, pgx.RowTo[uint32])
-					w.mu.Lock()
-					for _, p := range pids {
-						if _, ok := w.cpu[p]; !ok {
-							w.cpu[p] = 0
-						}
-					}
-					w.mu.Unlock()
-				}
+				w.find(ctx, conn, apps)
 			}
 			w.mu.Lock()
 			for p := range w.cpu {
@@ -562,6 +545,26 @@ func watchBackends(ctx context.Context, databaseURL, app string) (*backendWatch,
 	return w, nil
 }
 
+// find adds the backends of apps that are not followed yet.
+func (w *backendWatch) find(ctx context.Context, conn *pgx.Conn, apps []string) {
+	rows, err := conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity WHERE application_name = ANY($1)`, apps)
+	if err != nil {
+		return
+	}
+	type backend struct {
+		PID uint32
+		App string
+	}
+	found, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[backend])
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range found {
+		if _, ok := w.cpu[b.PID]; !ok {
+			w.cpu[b.PID], w.app[b.PID] = 0, b.App
+		}
+	}
+}
+
 // stop ends the watch and returns the backends' CPU time and how many
 // there were.
 func (w *backendWatch) stop() (time.Duration, int) {
@@ -572,6 +575,19 @@ func (w *backendWatch) stop() (time.Duration, int) {
 		sum += c
 	}
 	return sum, len(w.cpu)
+}
+
+// of returns, after stop, the CPU time and the number of the backends
+// named app.
+func (w *backendWatch) of(app string) (time.Duration, int) {
+	var sum time.Duration
+	var n int
+	for p, c := range w.cpu {
+		if w.app[p] == app {
+			sum, n = sum+c, n+1
+		}
+	}
+	return sum, n
 }
 
 func withParam(connString, key, value string) (string, error) {

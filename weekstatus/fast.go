@@ -19,13 +19,28 @@ import (
 // ledger's counts instead of reading the source. Nothing is recorded when
 // the run read no whole shard, or read it as of another cutoff or zone
 // than the week's pin, or the pin's key is not in the keyring.
-func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time) error {
+//
+// Each ledger call gets callTimeout (none when it is zero), not the
+// recording as a whole: the look-up of the ghosts takes a call per
+// thousand suppressed or empty customers, a hundred and more in a shard
+// of a 10,000,000-customer week, and a bound on the total made exactly
+// the large weeks give up and leave status to read the whole source,
+// while a database that does not answer still fails the first call.
+func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time, callTimeout time.Duration) error {
 	r, ok := rd.Last()
 	if !ok || keys == nil {
 		return nil // no whole shard read (interrupted, refused, or a retry of listed customers only)
 	}
 	pin := digest.SnapshotPin{Type: spec.Type, Week: spec.Week, Version: spec.Version}
-	wp, pinned, err := store.Pinned(ctx, pin)
+	call := func() (context.Context, context.CancelFunc) {
+		if callTimeout <= 0 {
+			return context.WithCancel(ctx)
+		}
+		return context.WithTimeout(ctx, callTimeout)
+	}
+	cctx, cancel := call()
+	wp, pinned, err := store.Pinned(cctx, pin)
+	cancel()
 	if err != nil || !pinned {
 		return err // observe mode before any pin: status reads the source
 	}
@@ -33,19 +48,23 @@ func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys
 	if wp.KeyID == "" || !ok || !r.AsOf.Equal(wp.AsOf) || (wp.Zone != "" && wp.Zone != r.Zone) {
 		return nil
 	}
-	ghosts, err := ghostStates(ctx, store, spec, kr, r.Others)
+	ghosts, err := ghostStates(ctx, store, spec, kr, r.Others, call)
 	if err != nil {
 		return err
 	}
-	return store.RecordExpectation(ctx, pin, ledger.Expectation{Shard: r.Shard.String(), AsOf: wp.AsOf, Zone: r.Zone, KeyID: wp.KeyID,
+	cctx, cancel = call()
+	defer cancel()
+	return store.RecordExpectation(cctx, pin, ledger.Expectation{Shard: r.Shard.String(), AsOf: wp.AsOf, Zone: r.Zone, KeyID: wp.KeyID,
 		SendEmpty: sendEmpty, Send: r.Send, Suppressed: r.Suppress, Empty: r.Empty, NotBuilt: r.NotBuilt, Ghosts: ghosts,
 		RunID: runID, RecordedAt: now})
 }
 
 // ghostStates counts, by state, the receipts of the week under the
 // candidate keys of customers (the pinned key id first, as status matches
-// them), a page of keys at a time.
-func ghostStates(ctx context.Context, store ledger.Store, spec digest.Spec, kr *digest.Keyring, customers []string) (map[digest.State]int64, error) {
+// them), a page of keys at a time, each page a call under its own context
+// from call.
+func ghostStates(ctx context.Context, store ledger.Store, spec digest.Spec, kr *digest.Keyring, customers []string,
+	call func() (context.Context, context.CancelFunc)) (map[digest.State]int64, error) {
 	out := map[digest.State]int64{}
 	const page = 1000
 	for chunk := range slices.Chunk(customers, page) {
@@ -55,7 +74,9 @@ func ghostStates(ctx context.Context, store ledger.Store, spec digest.Spec, kr *
 			cands[i] = kr.Candidates(digest.Identity{Customer: id, Week: spec.Week, Type: spec.Type, Version: spec.Version})
 			keys = append(keys, cands[i]...)
 		}
-		states, err := store.WeekStates(ctx, spec.Week, keys)
+		cctx, cancel := call()
+		states, err := store.WeekStates(cctx, spec.Week, keys)
+		cancel()
 		if err != nil {
 			return nil, err
 		}

@@ -150,9 +150,7 @@ func pushReviewedKey(ctx context.Context, env *Env, wp weekPush, store *ledgerDB
 // (weekstatus.RecordExpectation). A failure is logged: the run's result
 // stands, and status reads the source.
 func recordExpectation(ctx context.Context, env *Env, log *slog.Logger, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, cfg *run.Config) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*pushTimeout)
-	defer cancel()
-	if err := weekstatus.RecordExpectation(ctx, store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now()); err != nil {
+	if err := weekstatus.RecordExpectation(context.WithoutCancel(ctx), store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now(), pushTimeout); err != nil {
 		log.Warn("record the run's expectation for status (status will read the source)", "err", err)
 	}
 }

@@ -29,13 +29,19 @@ var readHelp = sync.OnceValues(func() (*cliHelp, error) {
 		return nil, err
 	}
 	h := &cliHelp{flags: map[string]map[string]bool{}, env: map[string]bool{}}
-	section := ""
+	// A section is headed by its first unindented line: a heading may
+	// run on over more unindented lines ("Environment (each variable …").
+	section, heading := "", false
 	for l := range strings.Lines(string(out)) {
 		l = strings.TrimRight(l, "\n")
 		if l != "" && !strings.HasPrefix(l, " ") {
-			section = l
+			if !heading {
+				section = l
+			}
+			heading = true
 			continue
 		}
+		heading = false
 		if m := commandLine.FindStringSubmatch(l); m != nil && section == "Commands:" {
 			h.flags[m[1]] = map[string]bool{}
 		}

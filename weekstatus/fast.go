@@ -20,12 +20,15 @@ import (
 // the run read no whole shard, or read it as of another cutoff or zone
 // than the week's pin, or the pin's key is not in the keyring.
 //
-// Each ledger call gets callTimeout (none when it is zero), not the
-// recording as a whole: the look-up of the ghosts takes a call per
-// thousand suppressed or empty customers, a hundred and more in a shard
-// of a 10,000,000-customer week, and a bound on the total made exactly
-// the large weeks give up and leave status to read the whole source,
-// while a database that does not answer still fails the first call.
+// The look-ups before the record get callTimeout each (none when it is
+// zero): the pin, and the ghosts a page of a thousand suppressed or empty
+// customers at a time, a hundred pages and more in a shard of a
+// 10,000,000-customer week, so a database that does not answer fails the
+// first of them without a bound on their total. The record itself counts
+// the week's receipts under another key id, which reads the week's whole
+// partition (seconds at ten million receipts, longer with every shard's
+// run doing it at once): it has what is left of ctx, whose deadline the
+// caller sets.
 func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys *digest.Keyring, spec digest.Spec, sendEmpty bool, runID string, now time.Time, callTimeout time.Duration) error {
 	r, ok := rd.Last()
 	if !ok || keys == nil {
@@ -52,9 +55,7 @@ func RecordExpectation(ctx context.Context, store ledger.Store, rd *Reader, keys
 	if err != nil {
 		return err
 	}
-	cctx, cancel = call()
-	defer cancel()
-	return store.RecordExpectation(cctx, pin, ledger.Expectation{Shard: r.Shard.String(), AsOf: wp.AsOf, Zone: r.Zone, KeyID: wp.KeyID,
+	return store.RecordExpectation(ctx, pin, ledger.Expectation{Shard: r.Shard.String(), AsOf: wp.AsOf, Zone: r.Zone, KeyID: wp.KeyID,
 		SendEmpty: sendEmpty, Send: r.Send, Suppressed: r.Suppress, Empty: r.Empty, NotBuilt: r.NotBuilt, Ghosts: ghosts,
 		RunID: runID, RecordedAt: now})
 }

@@ -146,11 +146,19 @@ func pushReviewedKey(ctx context.Context, env *Env, wp weekPush, store *ledgerDB
 	}
 }
 
+// expectationTimeout bounds the recording of a run's expectation in all:
+// its look-ups have pushTimeout each, and its record reads the week's
+// receipts partition (weekstatus.RecordExpectation), well under a minute
+// at 10,000,000 receipts with eight shards recording at once.
+const expectationTimeout = 5 * time.Minute
+
 // recordExpectation records what the run read of its shard for status
 // (weekstatus.RecordExpectation). A failure is logged: the run's result
 // stands, and status reads the source.
 func recordExpectation(ctx context.Context, env *Env, log *slog.Logger, store ledger.Store, rd *weekstatus.Reader, keys *digest.Keyring, cfg *run.Config) {
-	if err := weekstatus.RecordExpectation(context.WithoutCancel(ctx), store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now(), pushTimeout); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), expectationTimeout)
+	defer cancel()
+	if err := weekstatus.RecordExpectation(ctx, store, rd, keys, cfg.Spec, cfg.SendEmpty, cfg.RunID, env.now(), pushTimeout); err != nil {
 		log.Warn("record the run's expectation for status (status will read the source)", "err", err)
 	}
 }

@@ -16,6 +16,7 @@ const (
 	sqlstateSerializationFailure = "40001"
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateLockNotAvailable     = "55P03"
+	sqlstateUndefinedTable       = "42P01"
 	sqlstateTooManyConnections   = "53300"
 	sqlstateAdminShutdown        = "57P01"
 	sqlstateCrashShutdown        = "57P02"

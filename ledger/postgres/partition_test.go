@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,6 +256,10 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 	keys = claimSend(t, job, w31, "j", 2, digest.StateSent)
 	if got := partitionOf(t, owner, keys[0]); got != "receipts_2026_w31" {
 		t.Errorf("the job role's receipt in %s, want receipts_2026_w31", got)
+	}
+	// Granted receipts alone, the job role marks through receipts.
+	if v, _ := job.leaves.Load(w31.String()); v != "" {
+		t.Errorf("the job role's start statement for 2026-W31 is %q; want receipts' (\"\")", v)
 	}
 	clk.Advance(60 * 24 * time.Hour)
 	got := pruneOld(t, job, ledger.PruneRequest{})
@@ -564,6 +569,16 @@ SELECT key, updated_at, previous_state, state, run_id, 'migrated' FROM receipts;
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Migration 00014: half of each page free for the happy path's updates.
+	for _, name := range []string{"receipts_2026_w30", "receipts_default"} {
+		var opts []string
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, name).Scan(&opts); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(opts) != "[fillfactor=50]" {
+			t.Errorf("%s options %v after every migration, want fillfactor=50", name, opts)
+		}
+	}
 	// The store works on the migrated rows: a held receipt is shown and
 	// released, a migrated claim finished with its week, a new claim of a
 	// migrated week lands in its partition.
@@ -667,5 +682,97 @@ func TestPruneMakesTheComingWeeksPartitions(t *testing.T) {
 		if !tableExists(t, s, weekPartition(w)) {
 			t.Errorf("prune did not make %s", weekPartition(w))
 		}
+	}
+}
+
+// The send mark of a week with a partition is aimed at the partition
+// (startFor): it marks what it did through receipts, leaves the week's
+// counts alone (receipts' statement triggers do not fire, and a mark
+// changes no state), and a week without a partition is marked through
+// receipts. A partition dropped after the store found it (a prune) sends
+// the mark through receipts again: never an error, never a claim reported
+// lost that is not.
+func TestStartAimsAtTheWeeksPartition(t *testing.T) {
+	t.Parallel()
+	s, _ := openPartitioned(t)
+	startWeek(t, s, w32) // w33 gets no partition: its receipts go to the DEFAULT
+	ctx := context.Background()
+	claimed := func(week digest.ISOWeek, prefix string, n int) []digest.Fence {
+		t.Helper()
+		reqs := make([]digest.ClaimRequest, n)
+		for i := range reqs {
+			reqs[i] = digest.ClaimRequest{Keys: []digest.Key{testKey(fmt.Sprintf("%s%s%d", week, prefix, i))}, Fingerprint: "fp",
+				Week: week, RunID: "run", Lease: time.Minute}
+		}
+		res, err := s.Claim(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fences := make([]digest.Fence, n)
+		for i, r := range res {
+			if r.Outcome != digest.OutcomeClaimed {
+				t.Fatalf("claim %d: %v", i, r.Outcome)
+			}
+			fences[i] = digest.Fence{Key: r.Key, Token: r.Token, Week: week}
+		}
+		return fences
+	}
+	mark := func(fences []digest.Fence) {
+		t.Helper()
+		errs, err := s.StartSending(ctx, fences)
+		if err != nil || errors.Join(errs...) != nil {
+			t.Fatalf("start sending: %v %v", err, errs)
+		}
+		for _, f := range fences {
+			r, _, err := s.Show(ctx, f.Key)
+			if err != nil || !r.SendStarted || r.State != digest.StateClaimed {
+				t.Fatalf("%s after the mark: %+v %v; want claimed, send started", f.Key, r, err)
+			}
+		}
+	}
+	stmt := func(week digest.ISOWeek) string {
+		v, ok := s.leaves.Load(week.String())
+		if !ok {
+			t.Fatalf("no start statement kept for %s", week)
+		}
+		return v.(string)
+	}
+	count := func(week digest.ISOWeek) int64 {
+		var n int64
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM week_state_counts WHERE iso_week = $1 AND state = 'claimed'`,
+			week.String()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	in32 := claimed(w32, "a", 3)
+	mark(in32)
+	if got := stmt(w32); !strings.Contains(got, `UPDATE "receipts_2026_w32" r`) || !strings.Contains(got, `JOIN "receipts_2026_w32" o`) ||
+		strings.Contains(got, "receipts r") || strings.Contains(got, "receipts o") {
+		t.Fatalf("2026-W32's start statement is not aimed at its partition:\n%s", got)
+	}
+	if n := count(w32); n != 3 {
+		t.Fatalf("2026-W32 counts %d claimed after the mark; want 3", n)
+	}
+	in33 := claimed(w33, "a", 2)
+	mark(in33)
+	if got := stmt(w33); got != "" {
+		t.Fatalf("2026-W33 has no partition, yet its start statement is\n%s", got)
+	}
+
+	fins := make([]digest.Finish, len(in32))
+	for i, f := range in32 {
+		fins[i] = digest.Finish{Key: f.Key, Token: f.Token, State: digest.StateSent, ProviderRef: "ref", RunID: "run", Week: w32}
+	}
+	if errs, err := s.Finish(ctx, fins); err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("finish: %v %v", err, errs)
+	}
+	if _, err := s.pool.Exec(ctx, `DROP TABLE receipts_2026_w32`); err != nil {
+		t.Fatal(err)
+	}
+	mark(claimed(w32, "b", 2)) // in the DEFAULT partition now
+	if got := stmt(w32); got != "" {
+		t.Fatalf("2026-W32's partition is gone, yet its start statement is\n%s", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,9 @@ type Store struct {
 	// ledgerNow is Config.LedgerNow: nil but in tests.
 	ledgerNow func() time.Time
 	log       *slog.Logger
+	// leaves holds, per week ("2026-W48"), the start statement aimed at
+	// the week's partition, or "" when the week has none (see startFor).
+	leaves sync.Map
 }
 
 var (

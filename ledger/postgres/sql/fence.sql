@@ -109,15 +109,18 @@ FROM prev LEFT JOIN LATERAL (
 SELECT key, iso_week FROM receipts WHERE key = ANY($1::text[]);
 
 -- name: EndClaim
--- Ends the receipts under the keys $2 (week $5, reason $3, run id $4,
+-- Ends the receipts of week $5 under the keys $2 (reason $3, run id $4,
 -- element by element; the clock $1) that no run is finishing: a claim whose
 -- lease has expired, or a retryable receipt. One whose send may have
 -- started ends held, the rest failed (digest.ClaimEnder); each with a
--- history row. One statement for the whole call. With a cutoff $6 (a
--- prune's; NULL for a run's), it skips every receipt of a week a run
--- started since the cutoff (Store.EndStaleClaims).
+-- history row. One statement per week: the week as a constant reaches one
+-- partition of receipts when planned (an array of weeks, one per key,
+-- was planned against every partition, probed each key in each, and cost
+-- a run 3 ms of planning a call). With a cutoff $6 (a prune's; NULL for a
+-- run's), it skips every receipt of a week a run started since the cutoff
+-- (Store.EndStaleClaims).
 WITH req AS (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS q(key, reason, run_id, week)
+    SELECT * FROM unnest($2::text[], $3::text[], $4::text[]) AS q(key, reason, run_id)
 ), u AS (
     UPDATE receipts r SET
         previous_state = r.state,
@@ -129,7 +132,7 @@ WITH req AS (
         run_id = req.run_id,
         updated_at = coalesce($1::timestamptz, now())
     FROM req
-    WHERE r.key = req.key AND r.iso_week = req.week
+    WHERE r.key = req.key AND r.iso_week = $5::text
         AND ((r.state = 'claimed' AND r.lease_expires_at <= coalesce($1::timestamptz, now())) OR r.state = 'retryable')
         AND ($6::timestamptz IS NULL
             OR NOT EXISTS (SELECT 1 FROM week_runs w WHERE w.iso_week = r.iso_week AND w.last_started_at >= $6))

@@ -12,3 +12,11 @@ SELECT to_regclass($1) IS NOT NULL, pg_has_role((SELECT relowner FROM pg_class W
 -- privileges are the only ones a run's role has: iso_week = $1 reaches the
 -- DEFAULT partition alone when the week has no partition of its own.
 SELECT EXISTS (SELECT 1 FROM receipts WHERE iso_week = $1 AND tableoid = 'receipts_default'::regclass);
+
+-- name: WeekPartition
+-- Whether relation $1 exists (in the search path), is a partition of
+-- receipts (the week's, whose name it is: see weekPartition), and the role
+-- may read and update it directly: a role granted receipts alone (the job
+-- role of docs/security.md) reaches the partitions only through receipts.
+SELECT coalesce((SELECT has_table_privilege(i.inhrelid, 'SELECT') AND has_table_privilege(i.inhrelid, 'UPDATE')
+    FROM pg_inherits i WHERE i.inhrelid = to_regclass($1) AND i.inhparent = 'receipts'::regclass), false);

@@ -56,7 +56,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	defer pool.Close()
 	start := time.Now()
-	if _, err := pool.Exec(ctx, `CREATE TABLE receipts_2026_w40 PARTITION OF receipts FOR VALUES IN ('2026-W40') WITH (fillfactor = 70)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE receipts_2026_w40 PARTITION OF receipts FOR VALUES IN ('2026-W40') WITH (fillfactor = 50)`); err != nil {
 		b.Fatal(err)
 	}
 	_, err = pool.Exec(ctx, `INSERT INTO receipts (key, key_id, state, fingerprint, attempts, claim_token,

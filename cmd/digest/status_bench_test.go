@@ -93,7 +93,7 @@ func BenchmarkStatus(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS receipts_2026_w48 PARTITION OF receipts FOR VALUES IN ('2026-W48') WITH (fillfactor = 70)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS receipts_2026_w48 PARTITION OF receipts FOR VALUES IN ('2026-W48') WITH (fillfactor = 50)`); err != nil {
 		b.Fatal(err)
 	}
 	// One read of the source, as the eight shard runs read it: each

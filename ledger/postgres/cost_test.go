@@ -121,8 +121,8 @@ func TestCostPerDigest(t *testing.T) {
 		if err := pool.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, part).Scan(&opts); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(opts, "fillfactor=70") {
-			t.Errorf("%s options %v: want fillfactor=70 (migrations 00005, 00006), room for HOT updates", part, opts)
+		if !slices.Contains(opts, "fillfactor=50") {
+			t.Errorf("%s options %v: want fillfactor=50 (migration 00014, partition.go), room for HOT updates", part, opts)
 		}
 	}
 	var pid int

@@ -91,7 +91,7 @@ func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (parti
 	}
 	// DDL takes no parameters: the week is a validated ISOWeek ("2026-W48",
 	// digits and "-W" only), quoted as a literal all the same.
-	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF receipts FOR VALUES IN (%s) WITH (fillfactor = 70)",
+	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF receipts FOR VALUES IN (%s) WITH (fillfactor = 50)",
 		pgx.Identifier{name}.Sanitize(), quoteLiteral(week.String()))
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", partitionLockTimeout.Milliseconds())); err != nil {

@@ -51,6 +51,7 @@ func weekPartition(week digest.ISOWeek) string {
 var (
 	partitionExistsSQL  = queries.Get("PartitionExists")
 	defaultHoldsWeekSQL = queries.Get("DefaultHoldsWeek")
+	partitionGrantsSQL  = queries.Get("PartitionGrants")
 )
 
 // partitionOutcome says what ensurePartition found or did.
@@ -97,8 +98,10 @@ func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (parti
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", partitionLockTimeout.Milliseconds())); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, create)
-		return err
+		if _, err := tx.Exec(ctx, create); err != nil {
+			return err
+		}
+		return grantLikeReceipts(ctx, tx, pgx.Identifier{name}.Sanitize())
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -117,6 +120,27 @@ func (s *Store) ensurePartition(ctx context.Context, week digest.ISOWeek) (parti
 		return "", fmt.Errorf("partition %s: %w", name, err)
 	}
 	return partitionCreated, nil
+}
+
+// grantLikeReceipts gives the new partition named ident the SELECT and
+// UPDATE grants receipts has, so that a role that may update receipts
+// (the job role of docs/security.md) may mark sends in the partition
+// directly (startFor), in tx, the transaction that created it.
+func grantLikeReceipts(ctx context.Context, tx pgx.Tx, ident string) error {
+	rows, err := tx.Query(ctx, partitionGrantsSQL, ident)
+	if err != nil {
+		return err
+	}
+	grants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, g := range grants {
+		if _, err := tx.Exec(ctx, g); err != nil {
+			return fmt.Errorf("%s: %w", g, err)
+		}
+	}
+	return nil
 }
 
 // partitionExists reports whether relation name exists and whether the

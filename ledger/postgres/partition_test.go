@@ -257,13 +257,24 @@ func TestPartitionsUnderTheJobRole(t *testing.T) {
 	if got := partitionOf(t, owner, keys[0]); got != "receipts_2026_w31" {
 		t.Errorf("the job role's receipt in %s, want receipts_2026_w31", got)
 	}
-	// Granted receipts alone, the job role marks through receipts.
-	if v, _ := job.leaves.Load(w31.String()); v != "" {
-		t.Errorf("the job role's start statement for 2026-W31 is %q; want receipts' (\"\")", v)
+	// The owner made 2026-W31's partition after the job role's grants: it
+	// has receipts' SELECT and UPDATE grants, and the job role's send mark
+	// goes to it. 2026-W12's, made ahead by the migration before the
+	// grants, has none: the mark goes through receipts.
+	if v, _ := job.leaves.Load(w31.String()); !strings.Contains(fmt.Sprint(v), `UPDATE "receipts_2026_w31" r`) {
+		t.Errorf("the job role's start statement for 2026-W31 is %q; want it aimed at receipts_2026_w31", v)
+	}
+	w12 := digest.ISOWeek{Year: 2026, Week: 12}
+	if !tableExists(t, owner, "receipts_2026_w12") {
+		t.Fatal("the migration made no partition for 2026-W12")
+	}
+	claimSend(t, job, w12, "j", 2, digest.StateSent)
+	if v, _ := job.leaves.Load(w12.String()); v != "" {
+		t.Errorf("the job role's start statement for 2026-W12 is %q; want receipts' (\"\"): it may not update the partition", v)
 	}
 	clk.Advance(60 * 24 * time.Hour)
 	got := pruneOld(t, job, ledger.PruneRequest{})
-	want := []ledger.PrunedWeek{{Week: "2026-W31", Receipts: 2}, {Week: "2026-W32", Receipts: 2}}
+	want := []ledger.PrunedWeek{{Week: "2026-W12", Receipts: 2}, {Week: "2026-W31", Receipts: 2}, {Week: "2026-W32", Receipts: 2}}
 	if fmt.Sprint(got.Weeks) != fmt.Sprint(want) {
 		t.Errorf("prune under the job role: %v, want %v (deleted, not dropped)", got.Weeks, want)
 	}
@@ -774,5 +785,64 @@ func TestStartAimsAtTheWeeksPartition(t *testing.T) {
 	mark(claimed(w32, "b", 2)) // in the DEFAULT partition now
 	if got := stmt(w32); got != "" {
 		t.Fatalf("2026-W32's partition is gone, yet its start statement is\n%s", got)
+	}
+}
+
+// Migration 00015 gives the partitions that exist the SELECT and UPDATE
+// grants receipts has (to each role but its owner), as partition.go gives
+// those it creates: a role granted receipts may then mark sends in the
+// week's partition directly. Nothing else is granted.
+func TestMigrationGrantsPartitionsLikeReceipts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := OpenTest(t, pgtest.Schema(t), Config{})
+	db := stdlib.OpenDBFromPool(s.pool)
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 14); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `CREATE TABLE receipts_2026_w32 PARTITION OF receipts FOR VALUES IN ('2026-W32')`); err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("digest_job_%d", time.Now().UnixNano())
+	ident := pgx.Identifier{role}.Sanitize()
+	if _, err := s.pool.Exec(ctx, "CREATE ROLE "+ident); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.pool.Exec(context.Background(), "DROP OWNED BY "+ident)
+		s.pool.Exec(context.Background(), "DROP ROLE "+ident)
+	})
+	if _, err := s.pool.Exec(ctx, "GRANT SELECT, INSERT, UPDATE, DELETE ON receipts TO "+ident); err != nil {
+		t.Fatal(err)
+	}
+	privileges := func(rel string) string {
+		t.Helper()
+		var got []string
+		for _, priv := range []string{"SELECT", "INSERT", "UPDATE", "DELETE"} {
+			var ok bool
+			if err := s.pool.QueryRow(ctx, `SELECT has_table_privilege($1, $2::regclass, $3)`, role, rel, priv).Scan(&ok); err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				got = append(got, priv)
+			}
+		}
+		return fmt.Sprint(got)
+	}
+	if got := privileges("receipts_2026_w32"); got != "[]" {
+		t.Fatalf("before 00015 the role has %s on the partition; want none", got)
+	}
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"receipts_2026_w32", defaultPartition} {
+		if got := privileges(rel); got != "[SELECT UPDATE]" {
+			t.Errorf("after 00015 the role has %s on %s; want [SELECT UPDATE]", got, rel)
+		}
 	}
 }

@@ -20,3 +20,15 @@ SELECT EXISTS (SELECT 1 FROM receipts WHERE iso_week = $1 AND tableoid = 'receip
 -- role of docs/security.md) reaches the partitions only through receipts.
 SELECT coalesce((SELECT has_table_privilege(i.inhrelid, 'SELECT') AND has_table_privilege(i.inhrelid, 'UPDATE')
     FROM pg_inherits i WHERE i.inhrelid = to_regclass($1) AND i.inhparent = 'receipts'::regclass), false);
+
+-- name: PartitionGrants
+-- The GRANT statements that give partition $1 (a regclass's text) the
+-- SELECT and UPDATE grants receipts has, to each role but its owner:
+-- what the send mark needs to be aimed at the week's partition (startFor).
+-- A role reads and updates those rows through receipts already; the
+-- grants add no row it could not reach.
+SELECT format('GRANT %s ON %s TO %s', a.privilege_type, $1::text,
+        CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END)
+FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+WHERE c.oid = 'receipts'::regclass AND a.privilege_type IN ('SELECT', 'UPDATE') AND a.grantee <> c.relowner
+ORDER BY a.grantee, a.privilege_type;

@@ -57,43 +57,83 @@ import (
 // governing receipt. $1 candidate keys, $2 fingerprint, $3 run id, $4 week,
 // $5 the clock; it returns the server's time last.
 var (
-	startSQL    = queries.Get("Start")
-	renewSQL    = queries.Get("Renew")
-	finishSQL   = queries.Get("Finish")
-	observeSQL  = queries.Get("Observe")
-	endClaimSQL = queries.Get("EndClaim")
+	startSQL = queries.Get("Start")
+	// startFreshSQL is startSQL for receipts without an earlier start.
+	startFreshSQL = queries.Get("StartFresh")
+	renewSQL      = queries.Get("Renew")
+	finishSQL     = queries.Get("Finish")
+	observeSQL    = queries.Get("Observe")
+	endClaimSQL   = queries.Get("EndClaim")
 	// weekPartitionSQL says whether a week's partition exists (startFor).
 	weekPartitionSQL = queries.Get("WeekPartition")
 	// receiptWeeksSQL reads the weeks of the keys $1 (see fenceWeeks).
 	receiptWeeksSQL = queries.Get("ReceiptWeeks")
 )
 
-// StartSending marks each fence's send as started, in one round trip.
+// StartSending marks each fence's send as started: one round trip when
+// no fence's receipt had an earlier start (startFreshSQL), a second for
+// those that had one, or lost their claim (startSQL, which records the
+// earlier start's history row and tells a lost claim).
 func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
 	defer classify(&err)
-	clock := s.clockArg()
 	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
 	if err != nil {
 		return nil, fmt.Errorf("start sending: %w", err)
 	}
+	errs, err := s.startSending(ctx, fences, weeks, true)
+	if err != nil {
+		return nil, err
+	}
+	var again []int // fences the fresh start did not match
+	for i, e := range errs {
+		if e != nil {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return errs, nil
+	}
+	rest, restWeeks := make([]digest.Fence, len(again)), make([]string, len(again))
+	for j, i := range again {
+		rest[j], restWeeks[j] = fences[i], weeks[i]
+	}
+	restErrs, err := s.startSending(ctx, rest, restWeeks, false)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range again {
+		errs[i] = restErrs[j]
+	}
+	return errs, nil
+}
+
+// startSending runs the fresh start (fresh) or the full one over fences,
+// one statement per week, each aimed at its week's partition when it can
+// be (startFor).
+func (s *Store) startSending(ctx context.Context, fences []digest.Fence, weeks []string, fresh bool) ([]error, error) {
+	clock := s.clockArg()
 	for range 2 {
 		stmts := map[string]string{}
 		for _, w := range weeks {
 			if _, ok := stmts[w]; !ok {
-				if stmts[w], err = s.startFor(ctx, w); err != nil {
+				sql, err := s.startFor(ctx, w, fresh)
+				if err != nil {
 					return nil, fmt.Errorf("start sending: %w", err)
 				}
+				stmts[w] = sql
 			}
 		}
-		var errs []error
-		errs, err = s.fenced(ctx, "start sending", len(fences), func(i int) digest.Key { return fences[i].Key }, weeks,
+		errs, err := s.fenced(ctx, "start sending", len(fences), func(i int) digest.Key { return fences[i].Key }, weeks,
 			func(st weekRound) (string, pgx.StrictNamedArgs) {
 				keys, tokens := make([]string, len(st.idx)), make([]int64, len(st.idx))
 				for j, i := range st.idx {
 					keys[j], tokens[j] = string(fences[i].Key), fences[i].Token
 				}
-				return stmts[st.week], pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "clock": clock,
-					"replaced": ledger.HistorySendStarted, "week": st.week}
+				args := pgx.StrictNamedArgs{"keys": keys, "tokens": tokens, "clock": clock, "week": st.week}
+				if !fresh {
+					args["replaced"] = ledger.HistorySendStarted
+				}
+				return stmts[st.week], args
 			})
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != sqlstateUndefinedTable {
@@ -105,47 +145,50 @@ func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []er
 			s.leaves.Delete(w)
 		}
 	}
-	return nil, err
+	return nil, fmt.Errorf("start sending: a week's partition was dropped twice while marking")
 }
 
-// startFor is the start statement for week w's fences: startSQL aimed at
-// the week's partition when it has one, else at receipts, found once per
-// week and kept. Aimed at the partition, the statement is planned without
+// weekStarts are the start statements of one week (startFor).
+type weekStarts struct{ fresh, full string }
+
+// startFor is the start statement for week w's fences, the fresh one
+// (startFreshSQL) or the full one (startSQL): aimed at the week's
+// partition when it has one, else at receipts, found once per week and
+// kept. Aimed at the partition, the statement is planned without
 // receipts' other partitions (custom plans of the partitioned table cost
 // 0.3 ms a call, a quarter of the mark's cost), and receipts' statement
 // triggers do not fire: they count receipts by week and state, which a
 // start does not change. A week without a partition (its receipts in the
-// DEFAULT partition), or one the role may not update directly (granted
-// receipts alone, as the job role of docs/security.md), keeps startSQL,
-// which is right for every week; the partition of a week that has one
-// holds every receipt of the week, since PostgreSQL keeps the DEFAULT
-// partition's rows out of it.
-func (s *Store) startFor(ctx context.Context, w string) (string, error) {
-	if v, ok := s.leaves.Load(w); ok {
-		if sql := v.(string); sql != "" {
-			return sql, nil
+// DEFAULT partition), or one the role may not update directly (a partition
+// made before the role was granted receipts: see docs/security.md), keeps
+// the statements on receipts, which are right for every week; the
+// partition of a week that has one holds every receipt of the week, since
+// PostgreSQL keeps the DEFAULT partition's rows out of it.
+func (s *Store) startFor(ctx context.Context, w string, fresh bool) (string, error) {
+	pick := func(ws weekStarts) string {
+		if fresh {
+			return ws.fresh
 		}
-		return startSQL, nil
+		return ws.full
 	}
-	week, err := digest.ParseISOWeek(w)
-	if err != nil {
-		return startSQL, nil // no such week: the statement matches nothing
+	if v, ok := s.leaves.Load(w); ok {
+		return pick(v.(weekStarts)), nil
 	}
-	name := weekPartition(week)
-	var isPartition bool
-	if err := s.pool.QueryRow(ctx, weekPartitionSQL, name).Scan(&isPartition); err != nil {
-		return "", err
+	ws := weekStarts{fresh: startFreshSQL, full: startSQL}
+	if week, err := digest.ParseISOWeek(w); err == nil { // no week: the statements match nothing
+		name := weekPartition(week)
+		var isPartition bool
+		if err := s.pool.QueryRow(ctx, weekPartitionSQL, name).Scan(&isPartition); err != nil {
+			return "", err
+		}
+		if isPartition {
+			ident := pgx.Identifier{name}.Sanitize()
+			r := strings.NewReplacer("UPDATE receipts r", "UPDATE "+ident+" r", "JOIN receipts o", "JOIN "+ident+" o")
+			ws = weekStarts{fresh: r.Replace(startFreshSQL), full: r.Replace(startSQL)}
+		}
 	}
-	sql := ""
-	if isPartition {
-		ident := pgx.Identifier{name}.Sanitize()
-		sql = strings.NewReplacer("UPDATE receipts r", "UPDATE "+ident+" r", "JOIN receipts o", "JOIN "+ident+" o").Replace(startSQL)
-	}
-	s.leaves.Store(w, sql)
-	if sql == "" {
-		return startSQL, nil
-	}
-	return sql, nil
+	s.leaves.Store(w, ws)
+	return pick(ws), nil
 }
 
 // fenceWeeks returns the week of each of n fenced elements (keyWeek gives

@@ -27,6 +27,21 @@ WITH f AS MATERIALIZED (
 )
 SELECT idx FROM s;
 
+-- name: StartFresh
+-- Start for the claims whose receipt has no earlier start (the happy path):
+-- the same fence, the same columns set, no read of the earlier start and
+-- no history; a fence whose receipt had a start is not matched here, and
+-- Start takes it (StartSending). @keys, @tokens; returns the 1-based
+-- positions that matched.
+WITH f AS MATERIALIZED (
+    SELECT f.*, 'claimed'::text AS claimed FROM unnest(@keys::text[], @tokens::bigint[]) WITH ORDINALITY AS f(key, token, idx)
+)
+UPDATE receipts r SET send_started = true, send_started_at = coalesce(@clock::timestamptz, now()), updated_at = coalesce(@clock::timestamptz, now())
+FROM f
+WHERE r.key = ANY(@keys::text[]) AND r.iso_week = @week::text AND r.key = f.key AND r.claim_token = f.token AND r.state = f.claimed
+    AND r.send_started_at IS NULL
+RETURNING f.idx;
+
 -- name: Renew
 -- Extends the leases of claims still held: @keys, @tokens; @lease in
 -- microseconds (the new expiry is that long after now()). Returns

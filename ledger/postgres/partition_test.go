@@ -73,20 +73,28 @@ func partitionOf(t *testing.T, s *Store, key digest.Key) string {
 	return name
 }
 
-// claimSend claims n keys of week, marks them started and finishes them
-// in state, all with the week on the fences; it returns the keys.
-func claimSend(t *testing.T, s *Store, week digest.ISOWeek, prefix string, n int, state digest.State) []digest.Key {
+// claimN claims n new keys of week (named by week, prefix and their
+// number) in one call and returns the results.
+func claimN(t *testing.T, s *Store, week digest.ISOWeek, prefix string, n int) []digest.ClaimResult {
 	t.Helper()
-	ctx := context.Background()
 	reqs := make([]digest.ClaimRequest, n)
 	for i := range reqs {
 		reqs[i] = digest.ClaimRequest{Keys: []digest.Key{testKey(fmt.Sprintf("%s%s%d", week, prefix, i))}, Fingerprint: "fp",
 			Week: week, RunID: "run", Lease: time.Minute}
 	}
-	res, err := s.Claim(ctx, reqs)
+	res, err := s.Claim(context.Background(), reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// claimSend claims n keys of week, marks them started and finishes them
+// in state, all with the week on the fences; it returns the keys.
+func claimSend(t *testing.T, s *Store, week digest.ISOWeek, prefix string, n int, state digest.State) []digest.Key {
+	t.Helper()
+	ctx := context.Background()
+	res := claimN(t, s, week, prefix, n)
 	keys := make([]digest.Key, n)
 	var fences []digest.Fence
 	var fins []digest.Finish
@@ -710,17 +718,8 @@ func TestStartAimsAtTheWeeksPartition(t *testing.T) {
 	ctx := context.Background()
 	claimed := func(week digest.ISOWeek, prefix string, n int) []digest.Fence {
 		t.Helper()
-		reqs := make([]digest.ClaimRequest, n)
-		for i := range reqs {
-			reqs[i] = digest.ClaimRequest{Keys: []digest.Key{testKey(fmt.Sprintf("%s%s%d", week, prefix, i))}, Fingerprint: "fp",
-				Week: week, RunID: "run", Lease: time.Minute}
-		}
-		res, err := s.Claim(ctx, reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
 		fences := make([]digest.Fence, n)
-		for i, r := range res {
+		for i, r := range claimN(t, s, week, prefix, n) {
 			if r.Outcome != digest.OutcomeClaimed {
 				t.Fatalf("claim %d: %v", i, r.Outcome)
 			}

@@ -73,12 +73,18 @@ var (
 // StartSending marks each fence's send as started: one round trip when
 // no fence's receipt had an earlier start (startFreshSQL), a second for
 // those that had one, or lost their claim (startSQL, which records the
-// earlier start's history row and tells a lost claim).
+// earlier start's history row and tells a lost claim). A single fence goes
+// to startSQL at once: it is the run's mark of a claim whose earlier send
+// a look-up did not find (run's deliver), which always has an earlier
+// start, or a chunk of one at a rate of a few messages a second.
 func (s *Store) StartSending(ctx context.Context, fences []digest.Fence) (_ []error, err error) {
 	defer classify(&err)
 	weeks, err := s.fenceWeeks(ctx, len(fences), func(i int) (digest.Key, digest.ISOWeek) { return fences[i].Key, fences[i].Week })
 	if err != nil {
 		return nil, fmt.Errorf("start sending: %w", err)
+	}
+	if len(fences) == 1 {
+		return s.startSending(ctx, fences, weeks, false)
 	}
 	errs, err := s.startSending(ctx, fences, weeks, true)
 	if err != nil {

@@ -44,8 +44,9 @@ type Store struct {
 	// ledgerNow is Config.LedgerNow: nil but in tests.
 	ledgerNow func() time.Time
 	log       *slog.Logger
-	// leaves holds, per week ("2026-W48"), the start statement aimed at
-	// the week's partition, or "" when the week has none (see startFor).
+	// leaves holds, per week ("2026-W48"), the week's start statements
+	// (weekStarts), aimed at its partition when the role may update it
+	// there (see startFor).
 	leaves sync.Map
 }
 

@@ -278,6 +278,11 @@ type WeekReceipts interface {
 	WeekKeys(ctx context.Context, week ISOWeek, state State, after Key, limit int) ([]Key, error)
 	// WeekPins returns every pin (type, version) of week, in no order.
 	WeekPins(ctx context.Context, week ISOWeek) ([]SnapshotPin, error)
+	// WeekUnfinished returns how many of week's receipts are claimed or
+	// retryable (of any type and version), from counts the ledger keeps:
+	// none, and no EndClaims can end anything of the week but what was
+	// claimed since. A few rows read, whatever the size of the week.
+	WeekUnfinished(ctx context.Context, week ISOWeek) (int64, error)
 }
 
 // EndClaim asks ClaimEnder to end the receipt of one digest.

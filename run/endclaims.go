@@ -28,13 +28,42 @@ const maxAbsentCandidates = 100_000
 // flushEnds.
 func (p *pass) endClaim(id digest.Identity, reason string) {
 	cfg := &p.runner.Config
-	if p.number != 1 || cfg.Mode != ModeEnforce || cfg.EnforcePercent != nil && !digest.InCohort(id.Customer, *cfg.EnforcePercent) {
+	if p.noEnds || p.number != 1 || cfg.Mode != ModeEnforce || cfg.EnforcePercent != nil && !digest.InCohort(id.Customer, *cfg.EnforcePercent) {
 		return
 	}
 	if _, ok := p.runner.Ledger.(digest.ClaimEnder); !ok {
 		return
 	}
 	p.ends = append(p.ends, digest.EndClaim{Keys: p.runner.pinnedKeys.Candidates(id), Week: cfg.Spec.Week, Reason: reason, RunID: cfg.RunID})
+}
+
+// weighEnds asks the ledger, as the first pass of an enforce run begins,
+// whether the week has any receipt EndClaims could end: claimed or
+// retryable, of any shard, type or version (digest.WeekReceipts's
+// WeekUnfinished, from counts the ledger keeps). With none, the pass asks
+// for no ends at all (noEnds): a week's first run would otherwise send
+// EndClaims a primary-key probe for every customer with nothing to send,
+// and list the week's unfinished receipts (absentClaims) for nothing.
+//
+// What the count cannot see is what is claimed after it, by another run
+// of the week under way now: a live claim, which EndClaims leaves alone
+// anyway. Should that run die and its lease end while this pass reads, the
+// receipt stays claimed for the next run to end (status counts it claimed,
+// never sent, until then), as it would had this pass read its customer
+// first.
+func (p *pass) weighEnds(ctx context.Context) error {
+	r, cfg := p.runner, &p.runner.Config
+	lister, ok := r.Ledger.(digest.WeekReceipts)
+	if _, ends := r.Ledger.(digest.ClaimEnder); !ok || !ends || p.number != 1 || cfg.Mode != ModeEnforce {
+		return nil
+	}
+	r.counters.ledgerCalls.Add(1)
+	n, err := lister.WeekUnfinished(ctx, cfg.Spec.Week)
+	if err != nil {
+		return fmt.Errorf("count the week's unfinished receipts: %w", err)
+	}
+	p.noEnds = n == 0
+	return nil
 }
 
 // flushEnds ends the receipts endClaim collected, in one ledger call, when
@@ -91,7 +120,7 @@ type absentClaims struct {
 func (a *absentClaims) load(ctx context.Context, p *pass) error {
 	r, cfg := p.runner, &p.runner.Config
 	lister, ok := r.Ledger.(digest.WeekReceipts)
-	if _, ends := r.Ledger.(digest.ClaimEnder); !ok || !ends || p.number != 1 || cfg.Mode != ModeEnforce || !cfg.Shard.All() {
+	if _, ends := r.Ledger.(digest.ClaimEnder); !ok || !ends || p.noEnds || p.number != 1 || cfg.Mode != ModeEnforce || !cfg.Shard.All() {
 		return nil
 	}
 	keys := map[digest.Key]bool{}

@@ -267,3 +267,67 @@ func TestRunInterruptedWhileEndingClaimsIsIncomplete(t *testing.T) {
 		t.Fatalf("the crashed run's claim: %+v %v; want it left claimed for the next run", r, err)
 	}
 }
+
+// endCounter is the fixture's ledger with its EndClaims calls counted.
+type endCounter struct {
+	*sqlite.Store
+	calls, keys int
+}
+
+func (l *endCounter) EndClaims(ctx context.Context, ends []digest.EndClaim) ([]digest.EndedClaim, error) {
+	l.calls++
+	l.keys += len(ends)
+	return l.Store.EndClaims(ctx, ends)
+}
+
+// A week with no claimed or retryable receipt has nothing EndClaims could
+// end: its first run asks for no end, however many of its customers are
+// suppressed or have nothing to send (each would cost the ledger a
+// probe). Once a crashed run leaves a claim, the next run asks again and
+// ends it.
+func TestRunOfAWeekWithNothingUnfinishedAsksNoEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 30)
+	var active, empty []string
+	for rec := range snapshot.Synthetic(30, runWeek, 1) {
+		if len(rec.Activity) > 0 {
+			active = append(active, rec.Customer.ID)
+		} else {
+			empty = append(empty, rec.Customer.ID)
+		}
+	}
+	if len(active) < 2 || len(empty) < 2 {
+		t.Fatalf("snapshot: %d active, %d empty customers; the test needs 2 of each", len(active), len(empty))
+	}
+	if _, err := f.store.Suppress(ctx, ledger.Suppression{Keys: f.kr.CustomerKeys(active[0]), Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	p := newProvider()
+	l := &endCounter{Store: f.store}
+	r := f.runner(p, p, nil)
+	r.Ledger = l
+	sum := f.run(r)
+	if l.calls != 0 || sum.Suppressed != 1 || sum.Sent != f.want-1 || !sum.Complete() {
+		t.Fatalf("EndClaims called %d times (%d keys), summary %+v; want none called, 1 suppressed, %d sent", l.calls, l.keys, sum, f.want-1)
+	}
+
+	// A crashed run claims a customer with nothing to send; after its
+	// lease the next run asks again and ends that claim.
+	keys := f.kr.Candidates(digest.Identity{Customer: empty[1], Week: runWeek, Type: "weekly_activity", Version: "v1"})
+	res, err := f.store.Claim(ctx, []digest.ClaimRequest{{Keys: keys, Fingerprint: "fp-crashed", Week: runWeek, RunID: "crashed", Lease: time.Minute}})
+	if err != nil || res[0].Outcome != digest.OutcomeClaimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	l.calls, l.keys = 0, 0
+	r = f.runner(p, p, nil)
+	r.Ledger = l
+	sum = f.run(r)
+	if l.calls == 0 || sum.EndedClaims != 1 {
+		t.Fatalf("EndClaims called %d times, summary %+v; want it called and the crashed claim ended", l.calls, sum)
+	}
+	if rc, _, err := f.store.Show(ctx, res[0].Key); err != nil || rc.State != digest.StateFailed {
+		t.Fatalf("the crashed run's claim: %+v %v; want it failed", rc, err)
+	}
+}

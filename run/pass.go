@@ -52,6 +52,7 @@ type pass struct {
 	// re-read of everyone after an overflow meets this run's own too).
 	pendingOnly bool
 	ends        []digest.EndClaim // receipts to end (endClaim), read stage only
+	noEnds      bool              // the week had no receipt to end when the pass began (weighEnds)
 	absent      absentClaims      // receipts of customers not in the source, read stage only
 	halt        func(error)       // stops the pass's intake, remembering why
 	halted      atomic.Bool
@@ -194,6 +195,12 @@ func (p *pass) read(ctx context.Context, q digest.SourceQuery, items chan<- []*i
 		clk.waitedOut()
 		batch = nil
 		return true
+	}
+	if err := p.weighEnds(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted before the read: nothing done, nothing failed
+		}
+		return err
 	}
 	if err := p.absent.load(ctx, p); err != nil {
 		if ctx.Err() != nil {

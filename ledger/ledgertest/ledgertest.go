@@ -88,6 +88,7 @@ var tests = []test{
 	{"PinSnapshotFromBeforeZonesAdoptsFirstRun", testPinSnapshotFromBeforeZonesAdoptsFirstRun},
 	{"PinnedReadsWithoutPinning", testPinnedReadsWithoutPinning},
 	{"WeekPinsListsTheWeeksPins", testWeekPinsListsTheWeeksPins},
+	{"WeekUnfinishedCountsClaimedAndRetryable", testWeekUnfinishedCountsClaimedAndRetryable},
 	{"PinSnapshotPartial", testPinSnapshotPartial},
 	{"Repin", testRepin},
 	{"ObservedKeys", testObservedKeys},

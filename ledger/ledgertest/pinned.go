@@ -65,3 +65,46 @@ func testWeekPinsListsTheWeeksPins(t *testing.T, be Driver) {
 		}
 	}
 }
+
+// WeekUnfinished counts the week's claimed and retryable receipts, of no
+// other state or week: with none, a run asks EndClaims for nothing.
+func testWeekUnfinishedCountsClaimedAndRetryable(t *testing.T, be Driver) {
+	s, clk, _ := fresh(t, be)
+	ctx := context.Background()
+	unfinished := func(w digest.ISOWeek) int64 {
+		t.Helper()
+		n, err := s.WeekUnfinished(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := unfinished(week); n != 0 {
+		t.Fatalf("WeekUnfinished of an empty week = %d, want 0", n)
+	}
+	claimed := mustClaim(t, s, req(keys(t, "customer_1"), "fp1"))
+	retry := mustClaim(t, s, req(keys(t, "customer_2"), "fp1"))
+	send(t, s, keys(t, "customer_3"), "ref-3")
+	failed := mustClaim(t, s, req(keys(t, "customer_4"), "fp1"))
+	other := req(keys(t, "customer_5"), "fp1")
+	other.Week = week.Next()
+	mustClaim(t, s, other)
+	if err := finish1(t, s, digest.Finish{Key: retry.Key, Token: retry.Token, State: digest.StateRetryable, NextAttempt: clk.Now().Add(time.Hour), Reason: "421"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := finish1(t, s, digest.Finish{Key: failed.Key, Token: failed.Token, State: digest.StateFailed, Reason: "550"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := unfinished(week); n != 2 {
+		t.Fatalf("WeekUnfinished = %d, want 2 (one claimed, one retryable; sent and failed not counted)", n)
+	}
+	if err := finish1(t, s, digest.Finish{Key: claimed.Key, Token: claimed.Token, State: digest.StateSent, ProviderRef: "ref-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := unfinished(week); n != 1 {
+		t.Fatalf("WeekUnfinished after a send = %d, want 1", n)
+	}
+	if n := unfinished(week.Next()); n != 1 {
+		t.Fatalf("WeekUnfinished of the next week = %d, want its 1 claim", n)
+	}
+}

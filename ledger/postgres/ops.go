@@ -24,6 +24,7 @@ var (
 	acknowledgeSQL        = queries.Get("Acknowledge")
 	insertEventSQL        = queries.Get("InsertEvent")
 	countByStateSQL       = queries.Get("CountByState")
+	weekUnfinishedSQL     = queries.Get("WeekUnfinished")
 	oldestClaimedSQL      = queries.Get("OldestClaimed")
 	oldestRetryableSQL    = queries.Get("OldestRetryable")
 	dropWeekCountsSQL     = queries.Get("DropWeekCounts")
@@ -171,6 +172,17 @@ func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn fun
 func pgEvent(ctx context.Context, tx pgx.Tx, key digest.Key, at time.Time, from, to digest.State, detail string) error {
 	_, err := tx.Exec(ctx, insertEventSQL, string(key), at, string(from), string(to), detail)
 	return err
+}
+
+// WeekUnfinished returns how many of week's receipts are claimed or
+// retryable (digest.WeekReceipts).
+func (s *Store) WeekUnfinished(ctx context.Context, week digest.ISOWeek) (_ int64, err error) {
+	defer classify(&err)
+	var n int64
+	if err := s.pool.QueryRow(ctx, weekUnfinishedSQL, week.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("unfinished receipts of %s: %w", week, err)
+	}
+	return n, nil
 }
 
 // Counts counts a week's receipts by state, from the counters the

@@ -21,6 +21,7 @@ var (
 	markSentSQL           = queries.Get("MarkSent")
 	acknowledgeSQL        = queries.Get("Acknowledge")
 	countByStateSQL       = queries.Get("CountByState")
+	weekUnfinishedSQL     = queries.Get("WeekUnfinished")
 	repeatsSQL            = queries.Get("Repeats")
 )
 
@@ -154,6 +155,17 @@ func (s *Store) operate(ctx context.Context, key digest.Key, what string, fn fun
 		return fmt.Errorf("%s %s: %w", what, key, err)
 	}
 	return nil
+}
+
+// WeekUnfinished returns how many of week's receipts are claimed or
+// retryable (digest.WeekReceipts).
+func (s *Store) WeekUnfinished(ctx context.Context, week digest.ISOWeek) (_ int64, err error) {
+	defer classify(&err)
+	var n int64
+	if err := s.db.QueryRowContext(ctx, weekUnfinishedSQL, week.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("unfinished receipts of %s: %w", week, err)
+	}
+	return n, nil
 }
 
 // Counts counts a week's receipts by state.

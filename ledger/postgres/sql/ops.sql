@@ -74,6 +74,12 @@ WHERE key = $1;
 SELECT state, sum(n)::bigint FROM week_state_counts WHERE iso_week = $1
 GROUP BY state HAVING sum(n) <> 0;
 
+-- name: WeekUnfinished
+-- How many of week $1's receipts are claimed or retryable, from the same
+-- counters as CountByState.
+SELECT coalesce(sum(n), 0)::bigint FROM week_state_counts
+WHERE iso_week = $1 AND state IN ('claimed', 'retryable');
+
 -- name: OldestClaimed
 -- The last attempt of week $1's oldest claimed receipt (read only when
 -- there is one: it scans the week's partition).

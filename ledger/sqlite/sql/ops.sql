@@ -58,6 +58,11 @@ SELECT state, count(*),
     min(CASE WHEN state = 'claimed' THEN last_attempt_at END), min(CASE WHEN state = 'retryable' THEN updated_at END)
 FROM receipts WHERE iso_week = ?1 GROUP BY state;
 
+-- name: WeekUnfinished
+-- How many of week ?1's receipts are claimed or retryable (the index
+-- receipts_week_state).
+SELECT count(*) FROM receipts WHERE iso_week = ?1 AND state IN ('claimed', 'retryable');
+
 -- name: Repeats
 -- The gaps between consecutive observations of each key of week ?1 ('' all
 -- weeks), bucketed at ?2 (five minutes), ?3 (a day) and ?4 (the horizon),

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,9 +29,11 @@ import (
 // customers (DIGEST_STATUS_BENCH_N, default 2,000) whose digests were all
 // sent, as eight shard runs leave it: counted from the ledger (the runs'
 // recorded reads against the receipts by state) and with --customers
-// (every customer read from the source and matched to its receipt), for the whole week and for one shard of 8; each
-// timed once, in-process (no process start), with the receipts' pages
-// as a run leaves them and again after VACUUM. docs/benchmarks.md has the
+// (every customer read from the source and matched to its receipt), for
+// the whole week and for one shard of 8; each timed once, in-process (no
+// process start), with the receipts' pages as a run leaves them and again
+// after VACUUM, and the live heap's peak during each (heap-MiB).
+// docs/benchmarks.md has the
 // command and the figures:
 //
 //	DIGEST_STATUS_BENCH_N=1000000 go test -run '^$' -bench BenchmarkStatus -benchtime 1x -timeout 2h ./cmd/digest/
@@ -49,12 +53,16 @@ func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.Schema(b)
 	vars := map[string]string{"DIGEST_DATABASE_URL": url, "DIGEST_HMAC_KEYS": testKeys, "DIGEST_LOG_LEVEL": "error"}
+	var peak uint64 // the live heap's peak during the last digestCmd, in bytes
 	digestCmd := func(args ...string) (time.Duration, map[string]any) {
 		var out, errb bytes.Buffer
 		env := &Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
+		runtime.GC()
+		stop := sampleHeapPeak(&peak)
 		start := time.Now()
 		code := Main(ctx, args, env)
 		d := time.Since(start)
+		stop()
 		if code != ExitOK {
 			b.Fatalf("digest %v: exit %d\n%s%s", args, code, out.String(), errb.String())
 		}
@@ -175,9 +183,41 @@ func BenchmarkStatus(b *testing.B) {
 					name += "-vacuumed"
 				}
 				b.ReportMetric(d.Seconds(), "s/"+name)
-				b.Logf("status %s (%d receipts): %v", name, len(receipts), d.Round(time.Millisecond))
+				b.ReportMetric(float64(peak)/(1<<20), "heap-MiB/"+name)
+				b.Logf("status %s (%d receipts): %v, peak live heap %.1f MiB", name, len(receipts), d.Round(time.Millisecond), float64(peak)/(1<<20))
 			}
 		}
+	}
+}
+
+// sampleHeapPeak keeps in *peak the largest live heap (the bytes of heap
+// objects, runtime/metrics) it reads every 10 ms until the returned stop
+// is called: what "digest status" holds at once, not what it allocates.
+func sampleHeapPeak(peak *uint64) (stop func()) {
+	*peak = 0
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		*peak = max(*peak, sample[0].Value.Uint64())
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		read()
 	}
 }
 

@@ -75,10 +75,11 @@ type Store interface {
 	// the same statement that would move it, so two repins cannot both
 	// move one pin. "digest repin": the way out of a week pinned early.
 	Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Time, by Action) (time.Time, error)
-	// ObservedKeys returns the distinct keys observe-mode runs (and a
+	// ObservedKeys returns those of keys that observe-mode runs (and a
 	// cohort run's observed rest) recorded for week: status tells an
-	// observed-not-sent customer from one no run has met.
-	ObservedKeys(ctx context.Context, week digest.ISOWeek) (map[digest.Key]bool, error)
+	// observed-not-sent customer from one no run has met, a page of
+	// digests at a time.
+	ObservedKeys(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]bool, error)
 	// RecordRunEnd records how a run of pin ended, replacing what the
 	// previous run of pin recorded: "digest status" shows the last one.
 	RecordRunEnd(ctx context.Context, pin digest.SnapshotPin, end RunEnd) error

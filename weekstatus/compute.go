@@ -27,9 +27,9 @@ type Query struct {
 // (ledger.Expectation) with the ledger's counts (fastCount): a few small
 // queries whatever the size of the week. Where that cannot prove the
 // count, and with q.Full, it reads the source as of the week's pin (or,
-// unpinned, as of its cutoff or now if earlier), the week's receipts and
-// observed keys, and matches each customer's digest to its receipt by key
-// (one map entry per receipt). The Report is settled (Report.Settle)
+// unpinned, as of its cutoff or now if earlier) and looks up each page of
+// customers' digests in the ledger by key (Count): their receipts and
+// observed keys, a page held at a time. The Report is settled (Report.Settle)
 // but for its ExitCode, which is the binary's to set.
 func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Query) (*Report, ledger.Counts, []digest.PruneTombstone, error) {
 	w := q.Spec.Week
@@ -101,16 +101,8 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 		}
 	}
 	ws.CountedFrom, ws.SourceReason = CountedFromSource, why
-	receipts, err := weekReceipts(ctx, store, w)
-	if err != nil {
-		return nil, ledger.Counts{}, nil, err
-	}
-	observed, err := store.ObservedKeys(ctx, w)
-	if err != nil {
-		return nil, ledger.Counts{}, nil, err
-	}
 	tl, err := Count(ctx, Input{Source: source, Spec: spec, AsOf: asOf, Latest: latest, Shard: q.Shard,
-		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Receipts: receipts, Observed: observed, Pruned: ws.Pruned})
+		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Ledger: store, Pruned: ws.Pruned})
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
@@ -132,25 +124,6 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	}
 	ws.Settle(c, ReceiptStates)
 	return ws, c, stones, nil
-}
-
-// weekReceipts reads the week's receipts once, in key order.
-func weekReceipts(ctx context.Context, store ledger.Store, w digest.ISOWeek) (map[digest.Key]Receipt, error) {
-	out := map[digest.Key]Receipt{}
-	f := ledger.ListFilter{Week: w, Limit: 1000}
-	for {
-		page, err := store.List(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page {
-			out[r.Key] = Receipt{State: r.State}
-		}
-		if len(page) < f.PageSize() {
-			return out, nil
-		}
-		f.After = page[len(page)-1].Key
-	}
 }
 
 // lastRun adds how the last run of pin ended.

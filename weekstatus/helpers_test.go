@@ -44,3 +44,36 @@ func (s asOfSource) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2
 		}
 	}
 }
+
+// pagedLookup is a week's receipts and observed keys in maps, standing in
+// for the ledger in tests of Count's arithmetic; it records the largest
+// page of keys it was asked for.
+type pagedLookup struct {
+	states   map[digest.Key]digest.State
+	observed map[digest.Key]bool
+	calls    int
+	maxKeys  int
+}
+
+func (l *pagedLookup) WeekStates(_ context.Context, _ digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error) {
+	l.calls++
+	l.maxKeys = max(l.maxKeys, len(keys))
+	out := map[digest.Key]digest.State{}
+	for _, k := range keys {
+		if s, ok := l.states[k]; ok {
+			out[k] = s
+		}
+	}
+	return out, nil
+}
+
+func (l *pagedLookup) ObservedKeys(_ context.Context, _ digest.ISOWeek, keys []digest.Key) (map[digest.Key]bool, error) {
+	l.maxKeys = max(l.maxKeys, len(keys))
+	out := map[digest.Key]bool{}
+	for _, k := range keys {
+		if l.observed[k] {
+			out[k] = true
+		}
+	}
+	return out, nil
+}

@@ -125,11 +125,24 @@ type Input struct {
 	SendEmpty bool
 	// Keys returns the candidate keys of a digest (the keyring pinned
 	// with the week, its key id first).
-	Keys     func(digest.Identity) []digest.Key
-	Receipts map[digest.Key]Receipt // the week's receipts by key
-	Observed map[digest.Key]bool    // the week's observed keys
-	Pruned   bool                   // the week was pruned
+	Keys   func(digest.Identity) []digest.Key
+	Ledger WeekLookup // the week's receipts and observed keys, asked a page at a time
+	Pruned bool       // the week was pruned
 }
+
+// WeekLookup is what Count asks the ledger (ledger.Store has both) of
+// each page of digests it reads, so that it holds a page, never the week:
+// the states of their receipts, and which of their keys observe runs saw.
+type WeekLookup interface {
+	// WeekStates returns the state of each of keys that is a receipt of
+	// week.
+	WeekStates(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error)
+	// ObservedKeys returns those of keys observed in week.
+	ObservedKeys(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (map[digest.Key]bool, error)
+}
+
+// countPage is how many digests Count looks up in the ledger at once.
+const countPage = 1000
 
 // Tally is the week's customers by outcome, and what the cutoff left out.
 type Tally struct {
@@ -168,6 +181,7 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 		}
 	}
+	var page []digest.Identity
 	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.AsOf, Shard: in.Shard}
 	for rec, err := range in.Source.Records(ctx, q) {
 		var bad *digest.BadRecordError
@@ -199,27 +213,60 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 		case run.VerdictSend:
 			t.Expected++
-			o, r := in.outcome(d.Identity)
-			t.Customers[o]++
-			if r != nil {
-				t.ReceiptStates[r.State]++
+			if page = append(page, d.Identity); len(page) == countPage {
+				if err := in.settle(ctx, &t, page); err != nil {
+					return Tally{}, err
+				}
+				page = page[:0]
 			}
 		}
 	}
-	return t, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return Tally{}, err
+	}
+	if err := in.settle(ctx, &t, page); err != nil {
+		return Tally{}, err
+	}
+	return t, nil
 }
 
-// outcome finds the digest's receipt under any candidate key (the pinned
-// key id first) and whether any candidate was observed.
-func (in Input) outcome(id digest.Identity) (Outcome, *Receipt) {
-	observed := false
-	for _, k := range in.Keys(id) {
-		if r, ok := in.Receipts[k]; ok {
-			return OfReceipt(&r, false, in.Pruned), &r
-		}
-		observed = observed || in.Observed[k]
+// settle looks up a page of digests a run would send, in two ledger
+// calls, and counts each one's outcome: its receipt under any candidate
+// key (the pinned key id first), or whether any candidate was observed.
+func (in Input) settle(ctx context.Context, t *Tally, page []digest.Identity) error {
+	if len(page) == 0 {
+		return nil
 	}
-	return OfReceipt(nil, observed, in.Pruned), nil
+	cands := make([][]digest.Key, len(page))
+	var keys []digest.Key
+	for i, id := range page {
+		cands[i] = in.Keys(id)
+		keys = append(keys, cands[i]...)
+	}
+	states, err := in.Ledger.WeekStates(ctx, in.Spec.Week, keys)
+	if err != nil {
+		return fmt.Errorf("read the week's receipts: %w", err)
+	}
+	observed, err := in.Ledger.ObservedKeys(ctx, in.Spec.Week, keys)
+	if err != nil {
+		return fmt.Errorf("read the week's observed keys: %w", err)
+	}
+	for _, ks := range cands {
+		o, seen := Outcome(""), false
+		for _, k := range ks {
+			if s, ok := states[k]; ok {
+				o = OfReceipt(&Receipt{State: s}, false, in.Pruned)
+				t.ReceiptStates[s]++
+				break
+			}
+			seen = seen || observed[k]
+		}
+		if o == "" {
+			o = OfReceipt(nil, seen, in.Pruned)
+		}
+		t.Customers[o]++
+	}
+	return nil
 }
 
 // Verdicts of a week, status --json's "verdict": stable.

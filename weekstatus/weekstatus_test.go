@@ -97,8 +97,8 @@ func TestCountAccountsForEveryCustomer(t *testing.T) {
 	}
 	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
 	end := week.End(time.UTC)
-	in := weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates,
-		Receipts: map[digest.Key]weekstatus.Receipt{}, Observed: map[digest.Key]bool{}}
+	lk := &pagedLookup{states: map[digest.Key]digest.State{}, observed: map[digest.Key]bool{}}
+	in := weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates, Ledger: lk}
 	// The first sendable customer is sent, the second observed.
 	n := 0
 	for _, r := range records {
@@ -108,9 +108,9 @@ func TestCountAccountsForEveryCustomer(t *testing.T) {
 		id := digest.Identity{Customer: r.Customer.ID, Week: week, Type: spec.Type, Version: spec.Version}
 		switch n {
 		case 0:
-			in.Receipts[kr.Candidates(id)[0]] = weekstatus.Receipt{State: digest.StateSent}
+			lk.states[kr.Candidates(id)[0]] = digest.StateSent
 		case 1:
-			in.Observed[kr.Candidates(id)[0]] = true
+			lk.observed[kr.Candidates(id)[0]] = true
 		}
 		n++
 	}
@@ -149,5 +149,64 @@ func TestCountAccountsForEveryCustomer(t *testing.T) {
 	if tl.ExcludedRows != rows || tl.ExcludedCustomers != customers || tl.Customers[weekstatus.Excluded] != onlyLater || onlyLater == 0 {
 		t.Fatalf("excluded %d rows of %d customers (%d only later), want %d of %d (%d); counts %v",
 			tl.ExcludedRows, tl.ExcludedCustomers, tl.Customers[weekstatus.Excluded], rows, customers, onlyLater, tl.Customers)
+	}
+}
+
+// Count holds a page of digests, never the week: it asks the ledger for
+// the receipts and observed keys of at most a thousand digests a call
+// (two candidate keys each, after a key rotation), and every digest of
+// every page is counted once.
+func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
+	t.Parallel()
+	week := digest.ISOWeek{Year: 2026, Week: 40}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var records []digest.Record
+	for r := range snapshot.Synthetic(2600, week, 1) {
+		records = append(records, r)
+	}
+	if err := writeFile(path, records); err != nil {
+		t.Fatal(err)
+	}
+	src, err := snapshot.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := digest.ParseKeyring("k2:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=,k1:HxwdHhscGRoXGBUWExQREg8QDQ4LDAkKBwgFBgMEAQI=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	lk := &pagedLookup{states: map[digest.Key]digest.State{}, observed: map[digest.Key]bool{}}
+	var sendable, sent, retired, observed int64
+	for i, r := range records {
+		if len(r.Activity) == 0 {
+			continue
+		}
+		sendable++
+		cands := kr.Candidates(digest.Identity{Customer: r.Customer.ID, Week: week, Type: spec.Type, Version: spec.Version})
+		switch i % 4 {
+		case 0: // sent under the current key
+			lk.states[cands[0]] = digest.StateSent
+			sent++
+		case 1: // sent under the retired key, before the rotation
+			lk.states[cands[1]] = digest.StateSent
+			retired++
+		case 2:
+			lk.observed[cands[1]] = true
+			observed++
+		}
+	}
+	end := week.End(time.UTC)
+	tl, err := weekstatus.Count(context.Background(), weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates, Ledger: lk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tl.Customers
+	if tl.Expected != sendable || c[weekstatus.Sent] != sent+retired || c[weekstatus.ObservedNotSent] != observed ||
+		c[weekstatus.Pending] != sendable-sent-retired-observed || tl.ReceiptStates[digest.StateSent] != sent+retired {
+		t.Fatalf("expected %d, counts %v, receipts %v; want %d sendable, %d sent, %d observed", tl.Expected, c, tl.ReceiptStates, sendable, sent+retired, observed)
+	}
+	if sendable <= 2000 || lk.calls < 3 || lk.maxKeys > 2*1000 {
+		t.Fatalf("%d sendable digests looked up in %d calls of at most %d keys; want pages of at most 1000 digests", sendable, lk.calls, lk.maxKeys)
 	}
 }

@@ -83,8 +83,8 @@ func testRepin(t *testing.T, be Driver) {
 	}
 }
 
-// ObservedKeys lists each key observed in the week once, and none of
-// another week or of a claim.
+// ObservedKeys finds, of the keys it is given, each observed in the week
+// once, and none of another week, of a claim, or not asked for.
 func testObservedKeys(t *testing.T, be Driver) {
 	s, _, _ := fresh(t, be)
 	ctx := context.Background()
@@ -97,9 +97,16 @@ func testObservedKeys(t *testing.T, be Driver) {
 	if _, err := s.Observe(ctx, []digest.Observation{{Keys: b, Fingerprint: "fp", Week: week.Next(), RunID: "observe"}}); err != nil {
 		t.Fatal(err)
 	}
-	mustClaim(t, s, req(keys(t, "carol"), "fp"))
-	got, err := s.ObservedKeys(ctx, week)
+	c, d := keys(t, "carol"), keys(t, "dave")
+	mustClaim(t, s, req(c, "fp"))
+	if _, err := s.Observe(ctx, []digest.Observation{{Keys: d, Fingerprint: "fp", Week: week, RunID: "observe"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ObservedKeys(ctx, week, []digest.Key{a[0], b[0], c[0], "k1:unknown"})
 	if err != nil || len(got) != 1 || !got[a[0]] {
-		t.Fatalf("ObservedKeys = %v, %v; want only alice's key %s", got, err, a[0])
+		t.Fatalf("ObservedKeys = %v, %v; want only alice's key %s (dave's was not asked for)", got, err, a[0])
+	}
+	if none, err := s.ObservedKeys(ctx, week, nil); err != nil || len(none) != 0 {
+		t.Fatalf("ObservedKeys of no keys = %v, %v; want none", none, err)
 	}
 }

@@ -51,14 +51,17 @@ func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Tim
 	return from.UTC(), nil
 }
 
-// ObservedKeys returns the distinct keys observed in week.
-func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek) (_ map[digest.Key]bool, err error) {
+// ObservedKeys returns those of keys observed in week.
+func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (_ map[digest.Key]bool, err error) {
 	defer classify(&err)
-	rows, err := s.pool.Query(ctx, observedKeysSQL, week.String())
+	out := map[digest.Key]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, observedKeysSQL, week.String(), rules.KeyStrings(keys))
 	if err != nil {
 		return nil, fmt.Errorf("observed keys of %s: %w", week, err)
 	}
-	out := map[digest.Key]bool{}
 	var k string
 	_, err = pgx.ForEachRow(rows, []any{&k}, func() error {
 		out[digest.Key(k)] = true

@@ -48,15 +48,18 @@ func (s *Store) Repin(ctx context.Context, pin digest.SnapshotPin, asOf time.Tim
 	return fromMicros(from), nil
 }
 
-// ObservedKeys returns the distinct keys observed in week.
-func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek) (_ map[digest.Key]bool, err error) {
+// ObservedKeys returns those of keys observed in week.
+func (s *Store) ObservedKeys(ctx context.Context, week digest.ISOWeek, keys []digest.Key) (_ map[digest.Key]bool, err error) {
 	defer classify(&err)
-	rows, err := s.db.QueryContext(ctx, observedKeysSQL, week.String())
+	out := map[digest.Key]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryContext(ctx, observedKeysSQL, week.String(), jsonKeys(keys))
 	if err != nil {
 		return nil, fmt.Errorf("observed keys of %s: %w", week, err)
 	}
 	defer rows.Close()
-	out := map[digest.Key]bool{}
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {

@@ -38,9 +38,10 @@ WHERE digest_type = $1 AND iso_week = $2 AND version = $3 AND (as_of < $4 OR (pa
 RETURNING repinned_from;
 
 -- name: ObservedKeys
--- The distinct keys observe runs saw in week $1 (observe mode and a
--- cohort's observed rest), for status.
-SELECT DISTINCT key FROM observations WHERE iso_week = $1;
+-- Those of the keys $2 that observe runs saw in week $1 (observe mode and
+-- a cohort's observed rest), for status: a probe of observations_key_at
+-- per key.
+SELECT DISTINCT key FROM observations WHERE key = ANY($2::text[]) AND iso_week = $1;
 
 -- name: CurrentSchema
 SELECT current_schema();

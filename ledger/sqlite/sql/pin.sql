@@ -32,4 +32,5 @@ WHERE digest_type = ?1 AND iso_week = ?2 AND version = ?3 AND (as_of < ?4 OR (pa
 RETURNING repinned_from;
 
 -- name: ObservedKeys
-SELECT DISTINCT key FROM observations WHERE iso_week = ?1;
+-- Those of the keys ?2 (a JSON array) that observe runs saw in week ?1.
+SELECT DISTINCT key FROM observations WHERE key IN (SELECT value FROM json_each(?2)) AND iso_week = ?1;

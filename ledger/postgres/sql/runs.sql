@@ -16,11 +16,12 @@ WHERE digest_type = $1 AND iso_week = $2 AND version = $3;
 -- name: RecordExpectation
 -- Pin ($1 type, $2 week, $3 version), shard $4: what a run's read found
 -- (see ledger.Expectation), with the week's receipts under another key id
--- than the pin's counted now. The last read of a shard wins.
+-- than the pin's counted now, from the counters the receipts' triggers
+-- keep (migration 00016). The last read of a shard wins.
 INSERT INTO week_expectations (digest_type, iso_week, version, shard, as_of, zone, key_id, send_empty,
     send, suppressed, empty, not_built, ghosts, other_key_ids, run_id, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-    (SELECT count(*) FROM receipts WHERE iso_week = $2 AND key_id <> $7), $14, $15)
+    (SELECT coalesce(sum(n), 0) FROM week_state_counts WHERE iso_week = $2 AND key_id <> $7), $14, $15)
 ON CONFLICT (iso_week, digest_type, version, shard) DO UPDATE SET
     as_of = excluded.as_of, zone = excluded.zone, key_id = excluded.key_id, send_empty = excluded.send_empty,
     send = excluded.send, suppressed = excluded.suppressed, empty = excluded.empty, not_built = excluded.not_built,

@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/pgtest"
+	"github.com/weeklydigest/digest/ledger"
+	"github.com/weeklydigest/digest/migrations"
+)
+
+// countRows reads query's rows of a text tuple and a count into a map.
+func countRows(t *testing.T, s *Store, query string) map[string]int64 {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	var (
+		k string
+		n int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// countersAgree fails t unless week_state_counts, summed over its slots,
+// holds what a scan of receipts counts by week, state and key id.
+func countersAgree(t *testing.T, s *Store, when string) {
+	t.Helper()
+	kept := countRows(t, s, `SELECT iso_week || '/' || state || '/' || key_id, sum(n)::bigint FROM week_state_counts
+		GROUP BY iso_week, state, key_id HAVING sum(n) <> 0`)
+	scanned := countRows(t, s, `SELECT iso_week || '/' || state || '/' || key_id, count(*) FROM receipts GROUP BY iso_week, state, key_id`)
+	if !maps.Equal(kept, scanned) {
+		t.Fatalf("%s: the counters hold %v; a scan of receipts counts %v", when, kept, scanned)
+	}
+}
+
+// keyOf is a well-formed key under key id kid, named by s.
+func keyOf(kid, s string) digest.Key {
+	return digest.Key(fmt.Sprintf("%s:%x", kid, sha256.Sum256([]byte(s))))
+}
+
+// Migration 00016 counts the receipts that exist by key id, every week,
+// and from then on the triggers keep the counts by key id through claims,
+// takeovers, state changes, ends and prunes; the pin's receipts by key id
+// and the expectation's receipts under other key ids read them. Down, the
+// counts by state stay right.
+func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)}
+	s, _ := OpenTest(t, pgtest.Schema(t), Config{Now: clk.Now, LedgerNow: clk.Now})
+	db := stdlib.OpenDBFromPool(s.pool)
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(week digest.ISOWeek, keys ...digest.Key) []digest.ClaimResult {
+		t.Helper()
+		reqs := make([]digest.ClaimRequest, len(keys))
+		for i, k := range keys {
+			reqs[i] = digest.ClaimRequest{Keys: []digest.Key{k}, Fingerprint: "fp", Week: week, RunID: "run", Lease: time.Minute}
+		}
+		res, err := s.Claim(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	finish := func(week digest.ISOWeek, state digest.State, res ...digest.ClaimResult) {
+		t.Helper()
+		fins := make([]digest.Finish, len(res))
+		for i, r := range res {
+			fins[i] = digest.Finish{Key: r.Key, Token: r.Token, State: state, RunID: "run", Week: week, ProviderRef: "ref", Reason: "test"}
+			if state == digest.StateRetryable {
+				fins[i].NextAttempt = clk.Now().Add(time.Hour)
+			}
+		}
+		if errs, err := s.Finish(ctx, fins); err != nil || len(errs) != len(fins) || errs[0] != nil {
+			t.Fatalf("finish %s: %v %v", state, err, errs)
+		}
+	}
+	// Before 00016: 2026-W31 under k1 (3 sent, 1 claimed) and k2 (2 sent),
+	// 2026-W32 under k2 (1 retryable).
+	w31k1 := claim(w31, keyOf("k1", "a"), keyOf("k1", "b"), keyOf("k1", "c"), keyOf("k1", "d"))
+	finish(w31, digest.StateSent, w31k1[:3]...)
+	finish(w31, digest.StateSent, claim(w31, keyOf("k2", "e"), keyOf("k2", "f"))...)
+	retry := claim(w32, keyOf("k2", "g"))
+	finish(w32, digest.StateRetryable, retry...)
+
+	if _, err := p.UpTo(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	countersAgree(t, s, "after 00016")
+	pin := digest.SnapshotPin{Type: "weekly_activity", Week: w31, Version: "v3"}
+	wp, err := s.PinSnapshot(ctx, pin, digest.WeekPin{AsOf: clk.Now(), Zone: "UTC", KeyID: "k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"k1": 4, "k2": 2}; !maps.Equal(wp.ReceiptsByKeyID, want) {
+		t.Fatalf("2026-W31's receipts by key id %v, want %v", wp.ReceiptsByKeyID, want)
+	}
+
+	// After it: new claims under both key ids, a takeover of the expired
+	// claim, a retry sent, an end, a row-by-row prune of 2026-W32.
+	finish(w31, digest.StateSent, claim(w31, keyOf("k2", "h"), keyOf("k1", "i"))...)
+	clk.Advance(2 * time.Minute)
+	taken := claim(w31, w31k1[3].Key)
+	if taken[0].Outcome != digest.OutcomeClaimed {
+		t.Fatalf("take over the expired claim: %+v", taken[0])
+	}
+	finish(w31, digest.StateHeld, taken...)
+	clk.Advance(2 * time.Hour)
+	finish(w32, digest.StateSent, claim(w32, retry[0].Key)...)
+	claim(w32, keyOf("k1", "j"))
+	clk.Advance(2 * time.Minute)
+	if _, err := s.EndClaims(ctx, []digest.EndClaim{{Keys: []digest.Key{keyOf("k1", "j")}, Week: w32, Reason: "test", RunID: "run"}}); err != nil {
+		t.Fatal(err)
+	}
+	countersAgree(t, s, "after claims, a takeover, finishes and an end")
+	e := ledger.Expectation{Shard: "all", AsOf: clk.Now(), Zone: "UTC", KeyID: "k2", RunID: "run", RecordedAt: clk.Now()}
+	if err := s.RecordExpectation(ctx, pin, e); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := s.Expectations(ctx, pin)
+	if err != nil || len(ex.Rows) != 1 || ex.Rows[0].OtherKeyIDs != 5 {
+		t.Fatalf("expectation %+v, %v; want 5 receipts of 2026-W31 under k1", ex.Rows, err)
+	}
+	clk.Advance(60 * 24 * time.Hour)
+	if _, err := s.Prune(ctx, ledger.PruneRequest{Before: clk.Now().Add(-24 * time.Hour), IncludeHeld: true}); err != nil {
+		t.Fatal(err)
+	}
+	countersAgree(t, s, "after a prune")
+
+	if _, err := p.DownTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	kept := countRows(t, s, `SELECT iso_week || '/' || state, sum(n)::bigint FROM week_state_counts GROUP BY iso_week, state HAVING sum(n) <> 0`)
+	scanned := countRows(t, s, `SELECT iso_week || '/' || state, count(*) FROM receipts GROUP BY iso_week, state`)
+	if !maps.Equal(kept, scanned) {
+		t.Fatalf("down to 00015: the counters hold %v; a scan counts %v", kept, scanned)
+	}
+}

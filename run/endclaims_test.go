@@ -12,6 +12,24 @@ import (
 	"github.com/weeklydigest/digest/snapshot"
 )
 
+// customersOf splits the fixture's n synthetic customers into those with
+// activity and those with nothing to send, and fails t unless there are at
+// least active and empty of them.
+func customersOf(t *testing.T, n, active, empty int) (withActivity, without []string) {
+	t.Helper()
+	for rec := range snapshot.Synthetic(n, runWeek, 1) {
+		if len(rec.Activity) > 0 {
+			withActivity = append(withActivity, rec.Customer.ID)
+		} else {
+			without = append(without, rec.Customer.ID)
+		}
+	}
+	if len(withActivity) < active || len(without) < empty {
+		t.Fatalf("snapshot: %d active, %d empty customers; the test needs %d and %d", len(withActivity), len(without), active, empty)
+	}
+	return withActivity, without
+}
+
 // A run that crashed after claiming leaves receipts claimed; when their
 // customers are then suppressed (or have nothing to send), no run claims
 // them again. The next run ends them, after the lease: failed with the
@@ -22,17 +40,7 @@ func TestRunEndsClaimsOfCustomersItWillNotSend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, 30)
-	var active, empty []string
-	for rec := range snapshot.Synthetic(30, runWeek, 1) {
-		if len(rec.Activity) > 0 {
-			active = append(active, rec.Customer.ID)
-		} else {
-			empty = append(empty, rec.Customer.ID)
-		}
-	}
-	if len(active) < 3 || len(empty) < 1 {
-		t.Fatalf("snapshot: %d active, %d empty customers; the test needs 3 and 1", len(active), len(empty))
-	}
+	active, empty := customersOf(t, 30, 3, 1)
 	keysOf := func(id string) []digest.Key {
 		return f.kr.Candidates(digest.Identity{Customer: id, Week: runWeek, Type: "weekly_activity", Version: "v1"})
 	}
@@ -289,17 +297,7 @@ func TestRunOfAWeekWithNothingUnfinishedAsksNoEnds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, 30)
-	var active, empty []string
-	for rec := range snapshot.Synthetic(30, runWeek, 1) {
-		if len(rec.Activity) > 0 {
-			active = append(active, rec.Customer.ID)
-		} else {
-			empty = append(empty, rec.Customer.ID)
-		}
-	}
-	if len(active) < 2 || len(empty) < 2 {
-		t.Fatalf("snapshot: %d active, %d empty customers; the test needs 2 of each", len(active), len(empty))
-	}
+	active, empty := customersOf(t, 30, 2, 2)
 	if _, err := f.store.Suppress(ctx, ledger.Suppression{Keys: f.kr.CustomerKeys(active[0]), Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "operator"}); err != nil {
 		t.Fatal(err)
 	}

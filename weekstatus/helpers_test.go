@@ -53,10 +53,15 @@ type pagedLookup struct {
 	observed map[digest.Key]bool
 	calls    int
 	maxKeys  int
+	failAt   int // the call of WeekStates that fails with fail (1-based; 0: none)
+	fail     error
 }
 
 func (l *pagedLookup) WeekStates(_ context.Context, _ digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error) {
 	l.calls++
+	if l.calls == l.failAt {
+		return nil, l.fail
+	}
 	l.maxKeys = max(l.maxKeys, len(keys))
 	out := map[digest.Key]digest.State{}
 	for _, k := range keys {

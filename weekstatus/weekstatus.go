@@ -181,7 +181,11 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 		}
 	}
-	var page []digest.Identity
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := startSettling(ctx, cancel, in)
+	defer st.wait()
+	page := make([]digest.Identity, 0, countPage)
 	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.AsOf, Shard: in.Shard}
 	for rec, err := range in.Source.Records(ctx, q) {
 		var bad *digest.BadRecordError
@@ -190,6 +194,9 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			continue
 		}
 		if err != nil {
+			if serr := st.wait(); serr != nil {
+				return Tally{}, serr // what stopped the read
+			}
 			return Tally{}, fmt.Errorf("read source: %w", err)
 		}
 		if later != nil {
@@ -214,29 +221,74 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 		case run.VerdictSend:
 			t.Expected++
 			if page = append(page, d.Identity); len(page) == countPage {
-				if err := in.settle(ctx, &t, page); err != nil {
-					return Tally{}, err
-				}
-				page = page[:0]
+				st.pages <- page
+				page = make([]digest.Identity, 0, countPage)
 			}
 		}
+	}
+	st.pages <- page
+	if err := st.wait(); err != nil {
+		return Tally{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Tally{}, err
 	}
-	if err := in.settle(ctx, &t, page); err != nil {
-		return Tally{}, err
+	for o, n := range st.customers {
+		t.Customers[o] += n
 	}
+	t.ReceiptStates = st.states
 	return t, nil
+}
+
+// settling looks up the pages of digests Count hands it in the ledger,
+// one at a time, while Count reads the next page from the source: two
+// pages held at most. A failed look-up cancels Count's read.
+type settling struct {
+	in        Input
+	pages     chan []digest.Identity
+	done      chan struct{}
+	closed    bool
+	err       error
+	customers Counts
+	states    map[digest.State]int64
+}
+
+func startSettling(ctx context.Context, cancel context.CancelFunc, in Input) *settling {
+	st := &settling{in: in, pages: make(chan []digest.Identity, 1), done: make(chan struct{}),
+		customers: Counts{}, states: map[digest.State]int64{}}
+	go func() {
+		defer close(st.done)
+		for page := range st.pages { // drained to the end, so a send never blocks for good
+			if st.err != nil {
+				continue
+			}
+			if st.err = st.settle(ctx, page); st.err != nil {
+				cancel()
+			}
+		}
+	}()
+	return st
+}
+
+// wait ends the pages and returns the first look-up's error, once the
+// look-ups handed over are done.
+func (st *settling) wait() error {
+	if !st.closed {
+		st.closed = true
+		close(st.pages)
+	}
+	<-st.done
+	return st.err
 }
 
 // settle looks up a page of digests a run would send, in two ledger
 // calls, and counts each one's outcome: its receipt under any candidate
 // key (the pinned key id first), or whether any candidate was observed.
-func (in Input) settle(ctx context.Context, t *Tally, page []digest.Identity) error {
+func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 	if len(page) == 0 {
 		return nil
 	}
+	in := st.in
 	cands := make([][]digest.Key, len(page))
 	var keys []digest.Key
 	for i, id := range page {
@@ -256,7 +308,7 @@ func (in Input) settle(ctx context.Context, t *Tally, page []digest.Identity) er
 		for _, k := range ks {
 			if s, ok := states[k]; ok {
 				o = OfReceipt(&Receipt{State: s}, false, in.Pruned)
-				t.ReceiptStates[s]++
+				st.states[s]++
 				break
 			}
 			seen = seen || observed[k]
@@ -264,7 +316,7 @@ func (in Input) settle(ctx context.Context, t *Tally, page []digest.Identity) er
 		if o == "" {
 			o = OfReceipt(nil, seen, in.Pruned)
 		}
-		t.Customers[o]++
+		st.customers[o]++
 	}
 	return nil
 }

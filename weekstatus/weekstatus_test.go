@@ -2,6 +2,7 @@ package weekstatus_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -208,5 +209,14 @@ func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
 	}
 	if sendable <= 2000 || lk.calls < 3 || lk.maxKeys > 2*1000 {
 		t.Fatalf("%d sendable digests looked up in %d calls of at most %d keys; want pages of at most 1000 digests", sendable, lk.calls, lk.maxKeys)
+	}
+
+	// A look-up that fails ends the count with its error, whichever page.
+	for _, at := range []int{1, 2, lk.calls} {
+		down := errors.New("ledger down")
+		failing := &pagedLookup{states: lk.states, observed: lk.observed, failAt: at, fail: down}
+		if _, err := weekstatus.Count(context.Background(), weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates, Ledger: failing}); !errors.Is(err, down) {
+			t.Errorf("look-up %d failing: %v; want its error", at, err)
+		}
 	}
 }

@@ -158,3 +158,69 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 		t.Fatalf("down to 00015: the counters hold %v; a scan counts %v", kept, scanned)
 	}
 }
+
+// keyCollations returns the collation of every column named key or
+// address_key of the ledger's tables and partitions, by table and column.
+func keyCollations(t *testing.T, s *Store) map[string]string {
+	t.Helper()
+	return countRowsText(t, s, `SELECT c.relname || '.' || a.attname, co.collname
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation co ON co.oid = a.attcollation
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+		  AND a.attname IN ('key', 'address_key') AND a.attnum > 0 AND NOT a.attisdropped`)
+}
+
+// countRowsText reads query's rows of two texts into a map.
+func countRowsText(t *testing.T, s *Store, query string) map[string]string {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var k, v string
+	if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Migration 00017: every column holding a digest key or an address key,
+// in every table and partition (those made after it too), compares
+// bytewise (COLLATE "C") whatever the database's collation; down, they
+// take the database's default again.
+func TestMigrationKeysCompareBytewise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openPartitioned(t)
+	startWeek(t, s, w31) // a partition made after the migration
+	claimSend(t, s, w31, "s", 2, digest.StateSent)
+	got := keyCollations(t, s)
+	if len(got) < 10 || got["receipts.key"] != "C" || got["receipts_2026_w31.key"] != "C" || got["suppressions.key"] != "C" {
+		t.Fatalf("key columns %v; want receipts, a partition and suppressions among them", got)
+	}
+	for col, coll := range got {
+		if coll != "C" {
+			t.Errorf("%s compares under %q; want C", col, coll)
+		}
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	for col, coll := range keyCollations(t, s) {
+		if coll != "default" {
+			t.Errorf("down to 00016: %s compares under %q; want default", col, coll)
+		}
+	}
+	if _, err := p.UpTo(ctx, 17); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := s.Show(ctx, testKey(fmt.Sprintf("%ss%d", w31, 0))); err != nil || r.State != digest.StateSent {
+		t.Fatalf("a receipt after down and up again: %+v %v", r, err)
+	}
+}

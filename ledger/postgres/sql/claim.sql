@@ -41,7 +41,11 @@ claim AS (
         lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
     SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, 1, nextval('receipt_claim_token'),
         t.lease, t.now, t.now, t.run_id, t.week, t.now
-    FROM target t ORDER BY t.key
+    -- In key order, bytewise as receipts.key compares (migration 00017):
+    -- two claims over the same keys lock them in one order. The keys
+    -- come from a parameter, of the database's collation, which may be a
+    -- linguistic one costing a strcoll() a comparison.
+    FROM target t ORDER BY t.key COLLATE "C"
     ON CONFLICT (key, iso_week) DO UPDATE SET
         previous_state = r.state,
         state = CASE WHEN r.fingerprint <> excluded.fingerprint THEN 'quarantined' ELSE 'claimed' END,

@@ -18,19 +18,19 @@ import (
 	"github.com/weeklydigest/digest/migrations"
 )
 
-// countRows reads query's rows of a text tuple and a count into a map.
-func countRows(t *testing.T, s *Store, query string) map[string]int64 {
+// queryMap reads query's rows of a text and a V into a map.
+func queryMap[V any](t *testing.T, s *Store, query string) map[string]V {
 	t.Helper()
 	rows, err := s.pool.Query(context.Background(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int64{}
+	out := map[string]V{}
 	var (
 		k string
-		n int64
+		v V
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -40,9 +40,9 @@ func countRows(t *testing.T, s *Store, query string) map[string]int64 {
 // holds what a scan of receipts counts by week, state and key id.
 func countersAgree(t *testing.T, s *Store, when string) {
 	t.Helper()
-	kept := countRows(t, s, `SELECT iso_week || '/' || state || '/' || key_id, sum(n)::bigint FROM week_state_counts
+	kept := queryMap[int64](t, s, `SELECT iso_week || '/' || state || '/' || key_id, sum(n)::bigint FROM week_state_counts
 		GROUP BY iso_week, state, key_id HAVING sum(n) <> 0`)
-	scanned := countRows(t, s, `SELECT iso_week || '/' || state || '/' || key_id, count(*) FROM receipts GROUP BY iso_week, state, key_id`)
+	scanned := queryMap[int64](t, s, `SELECT iso_week || '/' || state || '/' || key_id, count(*) FROM receipts GROUP BY iso_week, state, key_id`)
 	if !maps.Equal(kept, scanned) {
 		t.Fatalf("%s: the counters hold %v; a scan of receipts counts %v", when, kept, scanned)
 	}
@@ -152,8 +152,8 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 	if _, err := p.DownTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
-	kept := countRows(t, s, `SELECT iso_week || '/' || state, sum(n)::bigint FROM week_state_counts GROUP BY iso_week, state HAVING sum(n) <> 0`)
-	scanned := countRows(t, s, `SELECT iso_week || '/' || state, count(*) FROM receipts GROUP BY iso_week, state`)
+	kept := queryMap[int64](t, s, `SELECT iso_week || '/' || state, sum(n)::bigint FROM week_state_counts GROUP BY iso_week, state HAVING sum(n) <> 0`)
+	scanned := queryMap[int64](t, s, `SELECT iso_week || '/' || state, count(*) FROM receipts GROUP BY iso_week, state`)
 	if !maps.Equal(kept, scanned) {
 		t.Fatalf("down to 00015: the counters hold %v; a scan counts %v", kept, scanned)
 	}
@@ -163,25 +163,10 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 // address_key of the ledger's tables and partitions, by table and column.
 func keyCollations(t *testing.T, s *Store) map[string]string {
 	t.Helper()
-	return countRowsText(t, s, `SELECT c.relname || '.' || a.attname, co.collname
+	return queryMap[string](t, s, `SELECT c.relname || '.' || a.attname, co.collname
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_collation co ON co.oid = a.attcollation
 		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
 		  AND a.attname IN ('key', 'address_key') AND a.attnum > 0 AND NOT a.attisdropped`)
-}
-
-// countRowsText reads query's rows of two texts into a map.
-func countRowsText(t *testing.T, s *Store, query string) map[string]string {
-	t.Helper()
-	rows, err := s.pool.Query(context.Background(), query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	var k, v string
-	if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // Migration 00017: every column holding a digest key or an address key,

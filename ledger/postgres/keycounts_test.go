@@ -18,6 +18,19 @@ import (
 	"github.com/weeklydigest/digest/migrations"
 )
 
+// migrator is a goose provider of the ledger's migrations on s's
+// database, for the tests that migrate to a version and back.
+func migrator(t *testing.T, s *Store) *goose.Provider {
+	t.Helper()
+	db := stdlib.OpenDBFromPool(s.pool)
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // queryMap reads query's rows of a text and a V into a map.
 func queryMap[V any](t *testing.T, s *Store, query string) map[string]V {
 	t.Helper()
@@ -63,12 +76,7 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)}
 	s, _ := OpenTest(t, pgtest.Schema(t), Config{Now: clk.Now, LedgerNow: clk.Now})
-	db := stdlib.OpenDBFromPool(s.pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := migrator(t, s)
 	if _, err := p.UpTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +196,7 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 			t.Errorf("%s compares under %q; want C", col, coll)
 		}
 	}
-	db := stdlib.OpenDBFromPool(s.pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := migrator(t, s)
 	if _, err := p.DownTo(ctx, 16); err != nil {
 		t.Fatal(err)
 	}

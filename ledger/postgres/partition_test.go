@@ -13,14 +13,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/pgtest"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/internal/rules"
-	"github.com/weeklydigest/digest/migrations"
 )
 
 // The tests of the week partitions of receipts (migration 00006,
@@ -503,19 +500,14 @@ func TestMigrationPartitionsExistingReceipts(t *testing.T) {
 	ctx := context.Background()
 	clk := &partClock{base: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)} // 2026-W10
 	s, _ := OpenTest(t, pgtest.Schema(t), Config{Now: clk.Now, LedgerNow: clk.Now})
-	db := stdlib.OpenDBFromPool(s.pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := migrator(t, s)
 	if _, err := p.UpTo(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
 	// Receipts of three weeks in every state, with events, written by the
 	// store as it ran on 00005 (its statements without the week were
 	// the same as the partitioned ones with it).
-	_, err = s.pool.Exec(ctx, `
+	_, err := s.pool.Exec(ctx, `
 INSERT INTO receipts (key, key_id, state, previous_state, fingerprint, conflict_fingerprint, attempts, claim_token,
     lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at, first_claimed_at, last_attempt_at,
     sent_at, provider_ref, last_error, run_id, iso_week, updated_at, first_run_id)
@@ -801,12 +793,7 @@ func TestMigrationGrantsPartitionsLikeReceipts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := OpenTest(t, pgtest.Schema(t), Config{})
-	db := stdlib.OpenDBFromPool(s.pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres(), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := migrator(t, s)
 	if _, err := p.UpTo(ctx, 14); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ const (
 	sqlstateAdminShutdown        = "57P01"
 	sqlstateCrashShutdown        = "57P02"
 	sqlstateCannotConnectNow     = "57P03"
+	sqlstateFeatureNotSupported  = "0A000"
 	// sqlstateClassConnectionException is the class (first two characters)
 	// of the connection exceptions: 08000, 08003, 08006, ….
 	sqlstateClassConnectionException = "08"
@@ -53,6 +54,19 @@ func classOf(err error) ledger.ErrorClass {
 		return ledger.Transient
 	}
 	return ledger.Fatal
+}
+
+// staleStatement reports PostgreSQL refusing to run a statement the
+// connection prepared before the type of a column it returns changed: a
+// migration under a process in flight (00017 changed the collation of
+// every key column, which PostgreSQL before 17 counts as part of the
+// type). The statement ran nothing and its batch's transaction is rolled
+// back; pgx has dropped it from the connection's cache, so the batch sent
+// again prepares it anew.
+func staleStatement(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == sqlstateFeatureNotSupported &&
+		strings.Contains(pgErr.Message, "cached plan must not change result type")
 }
 
 // classify classifies *errp as it leaves the store; see rules.Classify.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +211,48 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 	}
 	if r, _, err := s.Show(ctx, testKey(fmt.Sprintf("%ss%d", w31, 0))); err != nil || r.State != digest.StateSent {
 		t.Fatalf("a receipt after down and up again: %+v %v", r, err)
+	}
+}
+
+// A process in flight when a migration changes the type of a column its
+// statements return (00017's collation, down and up again) goes on: the
+// batch that meets its connection's stale statement is sent again and
+// prepared anew. One connection, so that the statements prepared before
+// are the ones run after. (Before, sendBatch kept a failed try's error
+// into the next try, which then sent its batch without reading it: every
+// retry, a deadlock's too, failed with the first error.)
+func TestStatementsPreparedBeforeAMigrationRunAfterIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := OpenTest(t, pgtest.Schema(t)+"&pool_max_conns=1", Config{})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startWeek(t, s, w31)
+	claimSend(t, s, w31, "before", 2, digest.StateSent)
+	suppressed := digest.SuppressionKey("k1:" + strings.Repeat("ab", 32))
+	if _, err := s.Suppress(ctx, ledger.Suppression{Keys: []digest.SuppressionKey{suppressed}, Subject: digest.SubjectCustomer, Reason: digest.ReasonUnsubscribe, Source: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	lookUp := func(when string) {
+		t.Helper()
+		if got, err := s.Suppressed(ctx, []digest.SuppressionKey{suppressed}); err != nil || !got[suppressed] {
+			t.Fatalf("suppression look-up %s: %v %v", when, got, err)
+		}
+	}
+	lookUp("before")
+	p := migrator(t, s)
+	if _, err := p.DownTo(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	claimSend(t, s, w31, "down", 2, digest.StateSent)
+	lookUp("after 00017 down")
+	if _, err := p.UpTo(ctx, 17); err != nil {
+		t.Fatal(err)
+	}
+	keys := claimSend(t, s, w31, "up", 2, digest.StateSent)
+	lookUp("after 00017 up")
+	if r, _, err := s.Show(ctx, keys[0]); err != nil || r.State != digest.StateSent {
+		t.Fatalf("a receipt sent after the migrations: %+v %v", r, err)
 	}
 }

@@ -150,6 +150,7 @@ func (s *Store) sendBatch(ctx context.Context, mode planCacheMode, build func() 
 	generic := mode == genericPlans
 	var err error
 	for range maxBatchTries {
+		err = nil // this try's: a failed try's error must not skip the next one's read
 		b := build()
 		if generic {
 			stmts := make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)
@@ -182,11 +183,13 @@ func (s *Store) sendBatch(ctx context.Context, mode planCacheMode, build func() 
 }
 
 // retryable reports an error after which the whole batch can be run
-// again: a conflict (the transaction was rolled back), or a failure pgconn
+// again: a conflict (the transaction was rolled back), a failure pgconn
 // knows happened before anything reached the server, such as a pooled
-// connection whose backend was terminated.
+// connection whose backend was terminated, or a statement the connection
+// prepared before a migration changed the type of a column it returns
+// (staleStatement).
 func retryable(err error) bool {
-	return err != nil && (classOf(err) == ledger.Conflict || pgconn.SafeToRetry(err))
+	return err != nil && (classOf(err) == ledger.Conflict || pgconn.SafeToRetry(err) || staleStatement(err))
 }
 
 func timeOrZero(t *time.Time) time.Time {

@@ -59,19 +59,29 @@ func (s *Store) Unsuppress(ctx context.Context, keys []digest.SuppressionKey, by
 	return len(ids), nil
 }
 
-// Suppressed returns which of keys are suppressed, in one query.
+// Suppressed returns which of keys are suppressed, in one query: a batch
+// of one, so that it is sent again where a run's batches are (sendBatch).
 func (s *Store) Suppressed(ctx context.Context, keys []digest.SuppressionKey) (_ map[digest.SuppressionKey]bool, err error) {
 	defer classify(&err)
 	out := make(map[digest.SuppressionKey]bool)
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, suppressedSQL, rules.KeyStrings(keys))
-	if err != nil {
-		return nil, fmt.Errorf("look up %d suppression keys: %w", len(keys), err)
+	var found []string
+	build := func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(suppressedSQL, rules.KeyStrings(keys))
+		return b
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	read := func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		found, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	}
+	if err := s.sendBatch(ctx, customPlans, build, read); err != nil {
 		return nil, fmt.Errorf("look up %d suppression keys: %w", len(keys), err)
 	}
 	for _, k := range found {

@@ -18,10 +18,10 @@
 -- has its time at a million receipts). PostgreSQL before 17 counts the
 -- collation of a column a prepared statement returns as part of its
 -- type: a process that prepared its statements before the migration gets
--- "cached plan must not change result type" for them after it. A run in
--- flight then fails its next ledger call and exits 1; what it had claimed
--- or marked is taken over or looked up by the next run, as after a crash.
--- Migrate between runs.
+-- "cached plan must not change result type" once from each of them after
+-- it. A run's batches (claims, marks, finishes, suppression look-ups) are
+-- sent again, prepared anew (ledger/postgres sendBatch); its other reads
+-- and "digest serve"'s fail once. Migrate between runs.
 
 -- +goose Up
 ALTER TABLE receipts ALTER COLUMN key TYPE text COLLATE "C", ALTER COLUMN address_key TYPE text COLLATE "C";

@@ -256,3 +256,85 @@ func TestStatementsPreparedBeforeAMigrationRunAfterIt(t *testing.T) {
 		t.Fatalf("a receipt sent after the migrations: %+v %v", r, err)
 	}
 }
+
+// A batch PostgreSQL picks as a deadlock's victim is sent again, and the
+// call returns what the second try did. The claim takes over two expired
+// claims in key order; another transaction holds the second and then asks
+// for the first, so the claim, which waited first, detects the deadlock
+// and is rolled back; the other transaction commits and the retry claims
+// both. (sendBatch used to skip reading the retry and return the
+// deadlock, the retry's claims committed all the same.)
+func TestABatchPickedAsADeadlockVictimIsSentAgainAndRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, clk := openPartitioned(t)
+	startWeek(t, s, w31)
+	before := claimN(t, s, w31, "deadlock", 2)
+	clk.Advance(2 * time.Minute) // both leases end: a claim takes them over
+	k1, k2 := before[0].Key, before[1].Key
+	if k2 < k1 {
+		k1, k2 = k2, k1
+	}
+	other, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var xid string
+	lockRow := `SELECT 1 FROM receipts WHERE key = $1 AND iso_week = $2 FOR UPDATE`
+	// The other transaction never detects it (the claim's backend does,
+	// after the server's deadlock_timeout), so the claim is the victim.
+	if _, err := tx.Exec(ctx, `SET LOCAL deadlock_timeout = '5min'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, lockRow, string(k2), w31.String()); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res []digest.ClaimResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		reqs := []digest.ClaimRequest{{Keys: []digest.Key{k1}, Fingerprint: "fp", Week: w31, RunID: "again", Lease: time.Minute},
+			{Keys: []digest.Key{k2}, Fingerprint: "fp", Week: w31, RunID: "again", Lease: time.Minute}}
+		res, err := s.Claim(ctx, reqs)
+		done <- result{res, err}
+	}()
+	// The claim holds k1 and waits for the other transaction's k2.
+	for waiting := 0; waiting == 0; {
+		select {
+		case r := <-done:
+			t.Fatalf("the claim returned before it waited for the other transaction: %+v", r)
+		default:
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted AND transactionid::text = $1`, xid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Asking for k1 closes the cycle; it returns once the claim is rolled back.
+	if _, err := tx.Exec(ctx, lockRow, string(k1), w31.String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("claim after a deadlock: %v; want the retry's result", r.err)
+	}
+	for i, c := range r.res {
+		if c.Outcome != digest.OutcomeClaimed || c.Token == before[0].Token || c.Token == before[1].Token {
+			t.Errorf("claim %d after the deadlock: %+v; want taken over with a new token", i, c)
+		}
+	}
+}

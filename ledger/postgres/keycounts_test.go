@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -102,7 +103,7 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 				fins[i].NextAttempt = clk.Now().Add(time.Hour)
 			}
 		}
-		if errs, err := s.Finish(ctx, fins); err != nil || len(errs) != len(fins) || errs[0] != nil {
+		if errs, err := s.Finish(ctx, fins); err != nil || len(errs) != len(fins) || errors.Join(errs...) != nil {
 			t.Fatalf("finish %s: %v %v", state, err, errs)
 		}
 	}
@@ -187,7 +188,7 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openPartitioned(t)
 	startWeek(t, s, w31) // a partition made after the migration
-	claimSend(t, s, w31, "s", 2, digest.StateSent)
+	sent := claimSend(t, s, w31, "s", 2, digest.StateSent)
 	got := keyCollations(t, s)
 	if len(got) < 10 || got["receipts.key"] != "C" || got["receipts_2026_w31.key"] != "C" || got["suppressions.key"] != "C" {
 		t.Fatalf("key columns %v; want receipts, a partition and suppressions among them", got)
@@ -209,7 +210,7 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 	if _, err := p.UpTo(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := s.Show(ctx, testKey(fmt.Sprintf("%ss%d", w31, 0))); err != nil || r.State != digest.StateSent {
+	if r, _, err := s.Show(ctx, sent[0]); err != nil || r.State != digest.StateSent {
 		t.Fatalf("a receipt after down and up again: %+v %v", r, err)
 	}
 }

@@ -126,9 +126,7 @@ func claimSend(t *testing.T, s *Store, week digest.ISOWeek, prefix string, n int
 }
 
 // testKey is a well-formed key ("k1:" and 64 hex digits) named by s.
-func testKey(s string) digest.Key {
-	return digest.Key(fmt.Sprintf("k1:%x", sha256.Sum256([]byte(s))))
-}
+func testKey(s string) digest.Key { return keyOf("k1", s) }
 
 func startWeek(t *testing.T, s *Store, week digest.ISOWeek) *digest.PruneTombstone {
 	t.Helper()

@@ -55,6 +55,9 @@ type pagedLookup struct {
 	maxKeys  int
 	failAt   int // the call of WeekStates that fails with fail (1-based; 0: none)
 	fail     error
+	// asked are the keys ObservedKeys was asked about, in observedCalls calls.
+	asked         map[digest.Key]bool
+	observedCalls int
 }
 
 func (l *pagedLookup) WeekStates(_ context.Context, _ digest.ISOWeek, keys []digest.Key) (map[digest.Key]digest.State, error) {
@@ -74,6 +77,13 @@ func (l *pagedLookup) WeekStates(_ context.Context, _ digest.ISOWeek, keys []dig
 
 func (l *pagedLookup) ObservedKeys(_ context.Context, _ digest.ISOWeek, keys []digest.Key) (map[digest.Key]bool, error) {
 	l.maxKeys = max(l.maxKeys, len(keys))
+	l.observedCalls++
+	if l.asked == nil {
+		l.asked = map[digest.Key]bool{}
+	}
+	for _, k := range keys {
+		l.asked[k] = true
+	}
 	out := map[digest.Key]bool{}
 	for _, k := range keys {
 		if l.observed[k] {

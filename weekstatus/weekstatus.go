@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -281,9 +282,11 @@ func (st *settling) wait() error {
 	return st.err
 }
 
-// settle looks up a page of digests a run would send, in two ledger
-// calls, and counts each one's outcome: its receipt under any candidate
-// key (the pinned key id first), or whether any candidate was observed.
+// settle looks up a page of digests a run would send and counts each
+// one's outcome: its receipt under any candidate key (the pinned key id
+// first), or, for a digest without one, whether any candidate was
+// observed. Two ledger calls, the second only for the digests without a
+// receipt: none once the week's runs are done.
 func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 	if len(page) == 0 {
 		return nil
@@ -299,26 +302,40 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 	if err != nil {
 		return fmt.Errorf("read the week's receipts: %w", err)
 	}
+	var unsent [][]digest.Key // the candidates of the digests without a receipt
+	keys = keys[:0]
+	for _, ks := range cands {
+		if s, ok := receiptOf(states, ks); ok {
+			st.customers[OfReceipt(&Receipt{State: s}, false, in.Pruned)]++
+			st.states[s]++
+			continue
+		}
+		unsent = append(unsent, ks)
+		keys = append(keys, ks...)
+	}
+	if len(unsent) == 0 {
+		return nil
+	}
 	observed, err := in.Ledger.ObservedKeys(ctx, in.Spec.Week, keys)
 	if err != nil {
 		return fmt.Errorf("read the week's observed keys: %w", err)
 	}
-	for _, ks := range cands {
-		o, seen := Outcome(""), false
-		for _, k := range ks {
-			if s, ok := states[k]; ok {
-				o = OfReceipt(&Receipt{State: s}, false, in.Pruned)
-				st.states[s]++
-				break
-			}
-			seen = seen || observed[k]
-		}
-		if o == "" {
-			o = OfReceipt(nil, seen, in.Pruned)
-		}
-		st.customers[o]++
+	for _, ks := range unsent {
+		seen := slices.ContainsFunc(ks, func(k digest.Key) bool { return observed[k] })
+		st.customers[OfReceipt(nil, seen, in.Pruned)]++
 	}
 	return nil
+}
+
+// receiptOf is the state of the receipt under the first of candidate keys
+// ks that has one.
+func receiptOf(states map[digest.Key]digest.State, ks []digest.Key) (digest.State, bool) {
+	for _, k := range ks {
+		if s, ok := states[k]; ok {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // Verdicts of a week, status --json's "verdict": stable.

@@ -210,6 +210,27 @@ func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
 	if sendable <= 2000 || lk.calls < 3 || lk.maxKeys > 2*1000 {
 		t.Fatalf("%d sendable digests looked up in %d calls of at most %d keys; want pages of at most 1000 digests", sendable, lk.calls, lk.maxKeys)
 	}
+	// Observations are asked of the digests without a receipt only.
+	for k := range lk.states {
+		if lk.asked[k] {
+			t.Fatalf("ObservedKeys asked about %s, a key with a receipt", k)
+		}
+	}
+	if len(lk.asked) != int(2*(sendable-sent-retired)) {
+		t.Fatalf("ObservedKeys asked about %d keys; want both candidates of the %d digests without a receipt", len(lk.asked), sendable-sent-retired)
+	}
+	// A week whose every digest has a receipt asks no observation at all.
+	done := &pagedLookup{states: map[digest.Key]digest.State{}}
+	for _, r := range records {
+		done.states[kr.Candidates(digest.Identity{Customer: r.Customer.ID, Week: week, Type: spec.Type, Version: spec.Version})[0]] = digest.StateSent
+	}
+	tl, err = weekstatus.Count(context.Background(), weekstatus.Input{Source: src, Spec: spec, AsOf: end, Latest: end, Keys: kr.Candidates, Ledger: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Customers[weekstatus.Sent] != sendable || done.observedCalls != 0 {
+		t.Fatalf("a finished week: %v, %d ObservedKeys calls; want %d sent and none", tl.Customers, done.observedCalls, sendable)
+	}
 
 	// A look-up that fails ends the count with its error, whichever page.
 	for _, at := range []int{1, 2, lk.calls} {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -43,8 +42,21 @@ func Binary() string {
 	return binary
 }
 
-// RepoRoot returns the repository root (where go.mod is).
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory (a test's is its package's) that holds go.mod.
+// Not the source file's path from runtime.Caller, which -trimpath (the
+// test suite's GOFLAGS, see scripts/test) makes relative to the module.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("e2etest: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("e2etest: no go.mod at or above " + dir)
+		}
+	}
 }

@@ -3,9 +3,11 @@ package weekstatus_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"iter"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/snapshot"
@@ -91,4 +93,44 @@ func (l *pagedLookup) ObservedKeys(_ context.Context, _ digest.ISOWeek, keys []d
 		}
 	}
 	return out, nil
+}
+
+// twoReads is a source of records whose read as of a cutoff keeps the
+// activity recorded by then, as asOfSource's. A customer in bad[asOf] is
+// a bad record in the read as of that cutoff; reversed[asOf] yields that
+// read in reverse order. It records how far the latest read ran ahead of
+// the earlier one: the most records it had yielded beyond them.
+type twoReads struct {
+	records  []digest.Record
+	bad      map[time.Time]map[string]bool
+	reversed map[time.Time]bool
+	yielded  map[time.Time]int
+	earlier  time.Time
+	latest   time.Time
+	ahead    int
+}
+
+func (s *twoReads) Records(_ context.Context, q digest.SourceQuery) iter.Seq2[digest.Record, error] {
+	return func(yield func(digest.Record, error) bool) {
+		recs := slices.Clone(s.records)
+		if s.reversed[q.AsOf] {
+			slices.Reverse(recs)
+		}
+		for _, r := range recs {
+			s.yielded[q.AsOf]++
+			if q.AsOf.Equal(s.latest) {
+				s.ahead = max(s.ahead, s.yielded[s.latest]-s.yielded[s.earlier])
+			}
+			var err error
+			if s.bad[q.AsOf][r.Customer.ID] {
+				err = &digest.BadRecordError{Where: r.Customer.ID, Err: errors.New("bad")}
+				r = digest.Record{}
+			} else {
+				r.Activity = slices.DeleteFunc(slices.Clone(r.Activity), func(a digest.Activity) bool { return a.RecordedAt.After(q.AsOf) })
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -165,25 +166,13 @@ type Tally struct {
 // customer of the shard an outcome.
 func Count(ctx context.Context, in Input) (Tally, error) {
 	t := Tally{Customers: Counts{}, ReceiptStates: map[digest.State]int64{}}
-	var later map[string]int // activity rows by customer as of Latest
-	if in.Latest.After(in.AsOf) {
-		later = map[string]int{}
-		q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.Latest, Shard: in.Shard}
-		for rec, err := range in.Source.Records(ctx, q) {
-			var bad *digest.BadRecordError
-			if errors.As(err, &bad) {
-				continue
-			}
-			if err != nil {
-				return Tally{}, fmt.Errorf("read source as of %s: %w", in.Latest.Format(time.RFC3339), err)
-			}
-			if n := len(rec.Activity); n > 0 && in.Shard.Has(rec.Customer.ID) {
-				later[rec.Customer.ID] = n
-			}
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var later *laterRead // the source as of Latest, read beside the read as of AsOf
+	if in.Latest.After(in.AsOf) {
+		later = readLater(ctx, in)
+		defer later.stop()
+	}
 	st := startSettling(ctx, cancel, in)
 	defer st.wait()
 	page := make([]digest.Identity, 0, countPage)
@@ -200,8 +189,12 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 			return Tally{}, fmt.Errorf("read source: %w", err)
 		}
-		if later != nil {
-			if n := later[rec.Customer.ID] - len(rec.Activity); n > 0 {
+		laterRows := 0 // the customer's activity rows as of Latest
+		if later != nil && in.Shard.Has(rec.Customer.ID) {
+			if laterRows, err = later.rows(rec.Customer.ID); err != nil {
+				return Tally{}, err
+			}
+			if n := laterRows - len(rec.Activity); n > 0 {
 				t.ExcludedRows += int64(n)
 				t.ExcludedCustomers++
 			}
@@ -214,7 +207,7 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 		case run.VerdictInvalid:
 			t.Customers[SkippedNotBuilt]++
 		case run.VerdictEmpty:
-			if later[rec.Customer.ID] > 0 {
+			if laterRows > 0 {
 				t.Customers[Excluded]++
 			} else {
 				t.Customers[SkippedEmpty]++
@@ -239,6 +232,60 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 	}
 	t.ReceiptStates = st.states
 	return t, nil
+}
+
+// laterRead is the source read as of in.Latest, pulled beside the read
+// as of in.AsOf. Both read the same customers in the same order
+// (digest.Source yields them in customer id order, whatever the cutoff),
+// so the later read is usually at most a customer ahead, and Count holds
+// no map of the week's customers (the map it held for an early or partial
+// pin grew by a customer with activity: hundreds of MiB at 10,000,000).
+// The order is the source's own (a PostgreSQL source's collation may not
+// be Go's string order): rows finds a customer by equality alone, and
+// keeps what it passes on the way in case it is asked for later, so an
+// order it does not expect costs memory, never a wrong count.
+type laterRead struct {
+	next   func() (digest.Record, error, bool)
+	stop   func()
+	shard  digest.Shard
+	asOf   time.Time
+	passed map[string]int // activity rows of the customers passed and not yet asked for
+}
+
+func readLater(ctx context.Context, in Input) *laterRead {
+	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.Latest, Shard: in.Shard}
+	next, stop := iter.Pull2(in.Source.Records(ctx, q))
+	return &laterRead{next: next, stop: stop, shard: in.Shard, asOf: in.Latest, passed: map[string]int{}}
+}
+
+// rows returns how many activity rows customer id has as of Latest: 0
+// when the later read does not have it, or has it as a bad record. It
+// reads on until it meets id, keeping the activity of the customers it
+// passes (those the read as of AsOf had as bad records, usually none).
+func (l *laterRead) rows(id string) (int, error) {
+	if n, ok := l.passed[id]; ok {
+		delete(l.passed, id)
+		return n, nil
+	}
+	for {
+		rec, err, ok := l.next()
+		if !ok {
+			return 0, nil
+		}
+		var bad *digest.BadRecordError
+		if errors.As(err, &bad) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read source as of %s: %w", l.asOf.Format(time.RFC3339), err)
+		}
+		if rec.Customer.ID == id {
+			return len(rec.Activity), nil
+		}
+		if n := len(rec.Activity); n > 0 && l.shard.Has(rec.Customer.ID) {
+			l.passed[rec.Customer.ID] = n
+		}
+	}
 }
 
 // settling looks up the pages of digests Count hands it in the ledger,

@@ -241,3 +241,106 @@ func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
 		}
 	}
 }
+
+// With an early cutoff, Count reads the source as of the cutoff and as of
+// now side by side, one customer at a time, instead of holding the later
+// read's customers in a map: the later read never runs ahead. A customer
+// that is a bad record in either read, and a later read in another order,
+// still give the counts a map would: each customer's rows recorded after
+// the cutoff, from the later read when it read that customer well.
+func TestCountReadsTheLaterCutoffBesideTheEarlierOne(t *testing.T) {
+	t.Parallel()
+	week := digest.ISOWeek{Year: 2026, Week: 40}
+	var records []digest.Record
+	for r := range snapshot.Synthetic(400, week, 3) {
+		records = append(records, r)
+	}
+	kr, err := digest.ParseKeyring("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	asOf, latest := week.Start(time.UTC).Add(60*time.Hour), week.End(time.UTC)
+	// Customers with rows on both sides of the cutoff, and with rows only
+	// after it, to be made bad records in one read or the other.
+	var both, onlyAfter []string
+	for _, r := range records {
+		before := 0
+		for _, a := range r.Activity {
+			if !a.RecordedAt.After(asOf) {
+				before++
+			}
+		}
+		switch {
+		case before > 0 && before < len(r.Activity):
+			both = append(both, r.Customer.ID)
+		case before == 0 && len(r.Activity) > 0:
+			onlyAfter = append(onlyAfter, r.Customer.ID)
+		}
+	}
+	if len(both) < 6 || len(onlyAfter) < 3 {
+		t.Fatalf("%d customers with rows on both sides, %d with rows only after: the test needs more", len(both), len(onlyAfter))
+	}
+	// want is what the counts must be: a customer's excluded rows are its
+	// rows in the later read (none when it is a bad record there) less
+	// those as of the cutoff, for each customer the earlier read read well.
+	want := func(bad map[time.Time]map[string]bool) (rows, customers, excluded int64) {
+		for _, r := range records {
+			if bad[asOf][r.Customer.ID] {
+				continue
+			}
+			before, later := 0, 0
+			for _, a := range r.Activity {
+				if !a.RecordedAt.After(asOf) {
+					before++
+				}
+			}
+			if !bad[latest][r.Customer.ID] {
+				later = len(r.Activity)
+			}
+			if later > before {
+				rows += int64(later - before)
+				customers++
+				if before == 0 {
+					excluded++
+				}
+			}
+		}
+		return rows, customers, excluded
+	}
+	set := func(ids ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name     string
+		bad      map[time.Time]map[string]bool
+		reversed bool
+		maxAhead int // -1: unbounded
+	}{
+		{name: "every record read well", maxAhead: 1},
+		{name: "bad as of the cutoff, good later", bad: map[time.Time]map[string]bool{asOf: set(both[0], onlyAfter[0])}, maxAhead: 2},
+		{name: "good as of the cutoff, bad later", bad: map[time.Time]map[string]bool{latest: set(both[1], onlyAfter[1])}, maxAhead: -1},
+		{name: "bad in both", bad: map[time.Time]map[string]bool{asOf: set(both[2]), latest: set(both[2])}, maxAhead: 2},
+		{name: "two bad in a row, then one bad later", bad: map[time.Time]map[string]bool{asOf: set(both[3], both[4]), latest: set(both[4], onlyAfter[2])}, maxAhead: -1},
+		{name: "the later read in another order", reversed: true, maxAhead: -1},
+	} {
+		src := &twoReads{records: records, bad: tc.bad, reversed: map[time.Time]bool{latest: tc.reversed}, yielded: map[time.Time]int{}, earlier: asOf, latest: latest}
+		lk := &pagedLookup{states: map[digest.Key]digest.State{}, observed: map[digest.Key]bool{}}
+		tl, err := weekstatus.Count(context.Background(), weekstatus.Input{Source: src, Spec: spec, AsOf: asOf, Latest: latest, Keys: kr.Candidates, Ledger: lk})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		rows, customers, excluded := want(tc.bad)
+		if tl.ExcludedRows != rows || tl.ExcludedCustomers != customers || tl.Customers[weekstatus.Excluded] != excluded || rows == 0 {
+			t.Errorf("%s: excluded %d rows of %d customers (%d with nothing before the cutoff); want %d of %d (%d)",
+				tc.name, tl.ExcludedRows, tl.ExcludedCustomers, tl.Customers[weekstatus.Excluded], rows, customers, excluded)
+		}
+		if tc.maxAhead >= 0 && src.ahead > tc.maxAhead {
+			t.Errorf("%s: the later read ran %d records ahead of the earlier one; want at most %d", tc.name, src.ahead, tc.maxAhead)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -99,8 +100,10 @@ func (l *pagedLookup) ObservedKeys(_ context.Context, _ digest.ISOWeek, keys []d
 // activity recorded by then, as asOfSource's. A customer in bad[asOf] is
 // a bad record in the read as of that cutoff; reversed[asOf] yields that
 // read in reverse order. It records how far the latest read ran ahead of
-// the earlier one: the most records it had yielded beyond them.
+// the earlier one: the most records it had yielded beyond them. The two
+// reads may run in goroutines of their own.
 type twoReads struct {
+	mu       sync.Mutex
 	records  []digest.Record
 	bad      map[time.Time]map[string]bool
 	reversed map[time.Time]bool
@@ -117,10 +120,12 @@ func (s *twoReads) Records(_ context.Context, q digest.SourceQuery) iter.Seq2[di
 			slices.Reverse(recs)
 		}
 		for _, r := range recs {
+			s.mu.Lock()
 			s.yielded[q.AsOf]++
 			if q.AsOf.Equal(s.latest) {
 				s.ahead = max(s.ahead, s.yielded[s.latest]-s.yielded[s.earlier])
 			}
+			s.mu.Unlock()
 			var err error
 			if s.bad[q.AsOf][r.Customer.ID] {
 				err = &digest.BadRecordError{Where: r.Customer.ID, Err: errors.New("bad")}

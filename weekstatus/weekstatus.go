@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"time"
 
@@ -192,6 +191,9 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 		laterRows := 0 // the customer's activity rows as of Latest
 		if later != nil && in.Shard.Has(rec.Customer.ID) {
 			if laterRows, err = later.rows(rec.Customer.ID); err != nil {
+				if serr := st.wait(); serr != nil {
+					return Tally{}, serr // what stopped the read
+				}
 				return Tally{}, err
 			}
 			if n := laterRows - len(rec.Activity); n > 0 {
@@ -234,28 +236,68 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 	return t, nil
 }
 
-// laterRead is the source read as of in.Latest, pulled beside the read
-// as of in.AsOf. Both read the same customers in the same order
-// (digest.Source yields them in customer id order, whatever the cutoff),
-// so the later read is usually at most a customer ahead, and Count holds
-// no map of the week's customers (the map it held for an early or partial
-// pin grew by a customer with activity: hundreds of MiB at 10,000,000).
+// laterRead is the source read as of in.Latest, read beside the read as
+// of in.AsOf, at most a page ahead of it. Both read the same customers in
+// the same order (digest.Source yields them in customer id order, whatever
+// the cutoff), so Count holds a page of the later read instead of a map of
+// the week's customers (the map it held for an early or partial pin grew
+// by a customer with activity: 114 MiB at 1,000,000, docs/benchmarks.md).
 // The order is the source's own (a PostgreSQL source's collation may not
 // be Go's string order): rows finds a customer by equality alone, and
 // keeps what it passes on the way in case it is asked for later, so an
 // order it does not expect costs memory, never a wrong count.
 type laterRead struct {
-	next   func() (digest.Record, error, bool)
-	stop   func()
+	recs   chan laterRecord // a page of the later read, ahead of the earlier one
+	stop   func()           // ends the read and waits for it
 	shard  digest.Shard
 	asOf   time.Time
 	passed map[string]int // activity rows of the customers passed and not yet asked for
 }
 
+// laterRecord is what Count needs of a record of the later read.
+type laterRecord struct {
+	id   string
+	rows int
+	bad  bool  // a record the source could not read
+	err  error // the read failed
+}
+
+// readLater starts the read as of in.Latest in a goroutine of its own, so
+// that its pages are fetched while Count works through the earlier read's.
 func readLater(ctx context.Context, in Input) *laterRead {
-	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.Latest, Shard: in.Shard}
-	next, stop := iter.Pull2(in.Source.Records(ctx, q))
-	return &laterRead{next: next, stop: stop, shard: in.Shard, asOf: in.Latest, passed: map[string]int{}}
+	ctx, cancel := context.WithCancel(ctx)
+	recs := make(chan laterRecord, countPage)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(recs)
+		q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.Latest, Shard: in.Shard}
+		for rec, err := range in.Source.Records(ctx, q) {
+			var lr laterRecord
+			var bad *digest.BadRecordError
+			switch {
+			case errors.As(err, &bad):
+				lr.bad = true
+			case err != nil:
+				lr.err = err
+			default:
+				lr.id, lr.rows = rec.Customer.ID, len(rec.Activity)
+			}
+			select {
+			case recs <- lr:
+			case <-ctx.Done():
+				return
+			}
+			if lr.err != nil {
+				return
+			}
+		}
+	}()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	return &laterRead{recs: recs, stop: stop, shard: in.Shard, asOf: in.Latest, passed: map[string]int{}}
 }
 
 // rows returns how many activity rows customer id has as of Latest: 0
@@ -267,25 +309,20 @@ func (l *laterRead) rows(id string) (int, error) {
 		delete(l.passed, id)
 		return n, nil
 	}
-	for {
-		rec, err, ok := l.next()
-		if !ok {
-			return 0, nil
-		}
-		var bad *digest.BadRecordError
-		if errors.As(err, &bad) {
+	for lr := range l.recs {
+		switch {
+		case lr.bad:
 			continue
+		case lr.err != nil:
+			return 0, fmt.Errorf("read source as of %s: %w", l.asOf.Format(time.RFC3339), lr.err)
+		case lr.id == id:
+			return lr.rows, nil
 		}
-		if err != nil {
-			return 0, fmt.Errorf("read source as of %s: %w", l.asOf.Format(time.RFC3339), err)
-		}
-		if rec.Customer.ID == id {
-			return len(rec.Activity), nil
-		}
-		if n := len(rec.Activity); n > 0 && l.shard.Has(rec.Customer.ID) {
-			l.passed[rec.Customer.ID] = n
+		if lr.rows > 0 && l.shard.Has(lr.id) {
+			l.passed[lr.id] = lr.rows
 		}
 	}
+	return 0, nil
 }
 
 // settling looks up the pages of digests Count hands it in the ledger,

@@ -243,8 +243,8 @@ func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
 }
 
 // With an early cutoff, Count reads the source as of the cutoff and as of
-// now side by side, one customer at a time, instead of holding the later
-// read's customers in a map: the later read never runs ahead. A customer
+// now side by side instead of holding the later read's customers in a
+// map: the later read never runs more than a page (1,000) ahead. A customer
 // that is a bad record in either read, and a later read in another order,
 // still give the counts a map would: each customer's rows recorded after
 // the cutoff, from the later read when it read that customer well.
@@ -252,7 +252,7 @@ func TestCountReadsTheLaterCutoffBesideTheEarlierOne(t *testing.T) {
 	t.Parallel()
 	week := digest.ISOWeek{Year: 2026, Week: 40}
 	var records []digest.Record
-	for r := range snapshot.Synthetic(400, week, 3) {
+	for r := range snapshot.Synthetic(3000, week, 3) {
 		records = append(records, r)
 	}
 	kr, err := digest.ParseKeyring("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
@@ -260,6 +260,7 @@ func TestCountReadsTheLaterCutoffBesideTheEarlierOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := digest.Spec{Week: week, Location: time.UTC, Type: "weekly_activity", Version: "v1"}
+	const page = 1000 // weekstatus's countPage: what the later read may hold ahead
 	asOf, latest := week.Start(time.UTC).Add(60*time.Hour), week.End(time.UTC)
 	// Customers with rows on both sides of the cutoff, and with rows only
 	// after it, to be made bad records in one read or the other.
@@ -321,10 +322,10 @@ func TestCountReadsTheLaterCutoffBesideTheEarlierOne(t *testing.T) {
 		reversed bool
 		maxAhead int // -1: unbounded
 	}{
-		{name: "every record read well", maxAhead: 1},
-		{name: "bad as of the cutoff, good later", bad: map[time.Time]map[string]bool{asOf: set(both[0], onlyAfter[0])}, maxAhead: 2},
+		{name: "every record read well", maxAhead: page + 2},
+		{name: "bad as of the cutoff, good later", bad: map[time.Time]map[string]bool{asOf: set(both[0], onlyAfter[0])}, maxAhead: page + 4},
 		{name: "good as of the cutoff, bad later", bad: map[time.Time]map[string]bool{latest: set(both[1], onlyAfter[1])}, maxAhead: -1},
-		{name: "bad in both", bad: map[time.Time]map[string]bool{asOf: set(both[2]), latest: set(both[2])}, maxAhead: 2},
+		{name: "bad in both", bad: map[time.Time]map[string]bool{asOf: set(both[2]), latest: set(both[2])}, maxAhead: page + 4},
 		{name: "two bad in a row, then one bad later", bad: map[time.Time]map[string]bool{asOf: set(both[3], both[4]), latest: set(both[4], onlyAfter[2])}, maxAhead: -1},
 		{name: "the later read in another order", reversed: true, maxAhead: -1},
 	} {

@@ -32,7 +32,9 @@ import (
 // (every customer read from the source and matched to its receipt), for
 // the whole week and for one shard of 8; each timed once, in-process (no
 // process start), with the receipts' pages as a run leaves them and again
-// after VACUUM, and how far the live heap rose during each (heap-MiB).
+// after VACUUM, and how far the live heap rose during each (heap-MiB);
+// then --customers of an early pin of the week (early-customers), which
+// reads the source as of two cutoffs.
 // docs/benchmarks.md has the
 // command and the figures:
 //
@@ -54,6 +56,7 @@ func BenchmarkStatus(b *testing.B) {
 	url := pgtest.Schema(b)
 	vars := map[string]string{"DIGEST_DATABASE_URL": url, "DIGEST_HMAC_KEYS": testKeys, "DIGEST_LOG_LEVEL": "error"}
 	var peak uint64 // the live heap's peak during the last digestCmd, in bytes
+	want := ExitOK // the exit code digestCmd expects
 	digestCmd := func(args ...string) (time.Duration, map[string]any) {
 		var out, errb bytes.Buffer
 		env := &Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
@@ -63,8 +66,8 @@ func BenchmarkStatus(b *testing.B) {
 		code := Main(ctx, args, env)
 		d := time.Since(start)
 		stop()
-		if code != ExitOK {
-			b.Fatalf("digest %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+		if code != want {
+			b.Fatalf("digest %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
 		}
 		var st map[string]any
 		if strings.Contains(strings.Join(args, " "), "--json") {
@@ -207,6 +210,27 @@ func BenchmarkStatus(b *testing.B) {
 				b.Logf("status %s (%d receipts): %v, peak live heap %.1f MiB", name, sent, d.Round(time.Millisecond), float64(peak)/(1<<20))
 			}
 		}
+		if os.Getenv("DIGEST_STATUS_BENCH_FULL") == "0" {
+			continue
+		}
+		// An early pin, as --early-cutoff makes one: another version of the
+		// week pinned at Wednesday noon, nothing sent. Status reads the
+		// source as of the pin and as of the week's cutoff, side by side,
+		// to count what the pin left out.
+		early := digest.SnapshotPin{Type: spec.Type, Week: week, Version: "early"}
+		if _, err := store.PinSnapshot(ctx, early, digest.WeekPin{AsOf: week.Start(time.UTC).Add(60 * time.Hour), Zone: "UTC", KeyID: wp.KeyID, Partial: true}); err != nil {
+			b.Fatal(err)
+		}
+		vars["DIGEST_VERSION"], want = early.Version, ExitIncomplete
+		d, st := digestCmd("status", "--week", "2026-W48", "--json", "--customers")
+		delete(vars, "DIGEST_VERSION")
+		want = ExitOK
+		if n, _ := st["excluded_customers"].(float64); st["verdict"] != weekstatus.VerdictPartial || n < 1 {
+			b.Fatalf("early pin: verdict %v, %v customers excluded; want %s and some", st["verdict"], st["excluded_customers"], weekstatus.VerdictPartial)
+		}
+		b.ReportMetric(d.Seconds(), "s/early-customers")
+		b.ReportMetric(float64(peak)/(1<<20), "heap-MiB/early-customers")
+		b.Logf("status --customers of an early pin (%v customers excluded): %v, peak live heap %.1f MiB", st["excluded_customers"], d.Round(time.Millisecond), float64(peak)/(1<<20))
 	}
 }
 

@@ -56,7 +56,7 @@ func BenchmarkStatus(b *testing.B) {
 	url := pgtest.Schema(b)
 	vars := map[string]string{"DIGEST_DATABASE_URL": url, "DIGEST_HMAC_KEYS": testKeys, "DIGEST_LOG_LEVEL": "error"}
 	var peak uint64 // the live heap's peak during the last digestCmd, in bytes
-	want := ExitOK // the exit code digestCmd expects
+	want := ExitOK  // the exit code digestCmd expects
 	digestCmd := func(args ...string) (time.Duration, map[string]any) {
 		var out, errb bytes.Buffer
 		env := &Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}

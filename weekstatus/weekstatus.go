@@ -386,8 +386,10 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 	if err != nil {
 		return fmt.Errorf("read the week's receipts: %w", err)
 	}
-	var unsent [][]digest.Key // the candidates of the digests without a receipt
-	keys = keys[:0]
+	var (
+		unsent [][]digest.Key // the candidates of the digests without a receipt
+		ask    []digest.Key   // all of them, for one look-up
+	)
 	for _, ks := range cands {
 		if s, ok := receiptOf(states, ks); ok {
 			st.customers[OfReceipt(&Receipt{State: s}, false, in.Pruned)]++
@@ -395,12 +397,12 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 			continue
 		}
 		unsent = append(unsent, ks)
-		keys = append(keys, ks...)
+		ask = append(ask, ks...)
 	}
 	if len(unsent) == 0 {
 		return nil
 	}
-	observed, err := in.Ledger.ObservedKeys(ctx, in.Spec.Week, keys)
+	observed, err := in.Ledger.ObservedKeys(ctx, in.Spec.Week, ask)
 	if err != nil {
 		return fmt.Errorf("read the week's observed keys: %w", err)
 	}

@@ -202,6 +202,19 @@ func TestOneClickThroughServeSuppressesTheNextWeek(t *testing.T) {
 	if second.Count(t, "suppressed") != 3 || second.Count(t, "sent") != len(kept) {
 		t.Fatalf("week 41: %v; want 3 suppressed and %d sent", second.Summary(t), len(kept))
 	}
+	// Issue 35 defect 1: the one-click suppressions settle the week, in
+	// the fast count and reading every customer.
+	for _, extra := range [][]string{nil, {"--customers"}} {
+		st := e.Run(append([]string{"status", "--week", "2026-W41", "--json"}, extra...)...)
+		var got struct {
+			Verdict   string           `json:"verdict"`
+			Customers map[string]int64 `json:"customers"`
+		}
+		if err := json.Unmarshal([]byte(st.Stdout), &got); err != nil || st.Code != 0 || got.Verdict != "complete" ||
+			got.Customers["suppressed"] != 3 || got.Customers["pending"] != 0 {
+			t.Fatalf("status %v after one-click unsubscribes: exit %d, %v\n%s%s", extra, st.Code, err, st.Stdout, st.Stderr)
+		}
+	}
 
 	lines, err := srv.stop(t)
 	if err != nil {

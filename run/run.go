@@ -252,6 +252,11 @@ type Runner struct {
 	// Unsubscribe, when set, returns a customer's own unsubscribe URI
 	// (see package unsubscribe); the mailer puts it in List-Unsubscribe.
 	Unsubscribe func(customerID string) string
+	// Listed, when set, is told each customer the run finds on the
+	// ledger's suppression list (by customer or address) and so does not
+	// send: weekstatus.Reader counts it as suppressed in the week's
+	// expectation.
+	Listed func(customerID string)
 
 	pinnedKeys   *digest.Keyring // Keyring with the week's pinned key id first, set by run
 	counters     counters

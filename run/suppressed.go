@@ -40,6 +40,9 @@ func (p *pass) unsuppressed(ctx context.Context, batch []*item) ([]*item, error)
 				// counted here.
 				p.runner.counters.suppressed.Add(1)
 			}
+			if p.runner.Listed != nil {
+				p.runner.Listed(it.digest.Customer.ID)
+			}
 			p.endClaim(it.digest.Identity, reasonSuppressed)
 			continue
 		}

@@ -102,7 +102,7 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	}
 	ws.CountedFrom, ws.SourceReason = CountedFromSource, why
 	tl, err := Count(ctx, Input{Source: source, Spec: spec, AsOf: asOf, Latest: latest, Shard: q.Shard,
-		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Ledger: store, Pruned: ws.Pruned})
+		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Ledger: store, Pruned: ws.Pruned, Suppressions: store, Keyring: q.Keys})
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}

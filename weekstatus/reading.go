@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +60,10 @@ type Reader struct {
 	Spec      digest.Spec // type and version; the zone comes from each query
 	SendEmpty bool
 
-	mu   sync.Mutex
-	last *Reading
+	mu     sync.Mutex
+	cur    *Reading        // the read of a whole shard under way, or the last one
+	last   *Reading        // the last complete read
+	listed map[string]bool // the customers Listed moved, once each
 }
 
 // Last returns the last complete read, or false when there was none.
@@ -70,7 +73,30 @@ func (r *Reader) Last() (Reading, bool) {
 	if r.last == nil {
 		return Reading{}, false
 	}
-	return *r.last, true
+	rd := *r.last
+	rd.Others = slices.Clone(rd.Others)
+	return rd, true
+}
+
+// Listed tells the reader that the run found customer id on the ledger's
+// suppression list (run.Runner's Listed hook) after the read classified
+// it as a digest to send: it counts as suppressed, like a customer the
+// source marks unsubscribed, in the read under way or the last one. The
+// source cannot tell the suppression list, so without this the week's
+// expectation would wait for a digest no run will ever send.
+func (r *Reader) Listed(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil || r.listed[id] || r.cur.Send == 0 {
+		return
+	}
+	if r.listed == nil {
+		r.listed = map[string]bool{}
+	}
+	r.listed[id] = true
+	r.cur.Send--
+	r.cur.Suppress++
+	r.cur.Others = append(r.cur.Others, id)
 }
 
 // Records streams q from the wrapped source, tallying a read of a whole
@@ -87,13 +113,18 @@ func (r *Reader) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[di
 	}
 	return func(yield func(digest.Record, error) bool) {
 		rd := &Reading{AsOf: q.AsOf, Zone: spec.Location.String(), Shard: q.Shard}
+		r.mu.Lock()
+		r.cur, r.listed = rd, nil
+		r.mu.Unlock()
 		for rec, err := range inner {
 			var bad *digest.BadRecordError
 			if err != nil && !errors.As(err, &bad) {
 				yield(rec, err)
 				return // a failed read: not complete
 			}
+			r.mu.Lock() // Listed may move a customer meanwhile
 			rd.add(rec, err, spec, r.SendEmpty)
+			r.mu.Unlock()
 			if !yield(rec, err) {
 				return // the run stopped reading: not complete
 			}

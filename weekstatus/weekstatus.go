@@ -129,6 +129,11 @@ type Input struct {
 	Keys   func(digest.Identity) []digest.Key
 	Ledger WeekLookup // the week's receipts and observed keys, asked a page at a time
 	Pruned bool       // the week was pruned
+	// Suppressions, with Keyring, is the ledger's suppression list: a
+	// digest without a receipt whose customer or address is on it is
+	// suppressed (a run never claims it), not pending. Nil: not asked.
+	Suppressions digest.SuppressionList
+	Keyring      *digest.Keyring
 }
 
 // WeekLookup is what Count asks the ledger (ledger.Store has both) of
@@ -174,7 +179,7 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 	}
 	st := startSettling(ctx, cancel, in)
 	defer st.wait()
-	page := make([]digest.Identity, 0, countPage)
+	page := make([]pageDigest, 0, countPage)
 	q := digest.SourceQuery{Week: in.Spec.Week, Location: in.Spec.Location, AsOf: in.AsOf, Shard: in.Shard}
 	for rec, err := range in.Source.Records(ctx, q) {
 		var bad *digest.BadRecordError
@@ -216,9 +221,9 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 			}
 		case run.VerdictSend:
 			t.Expected++
-			if page = append(page, d.Identity); len(page) == countPage {
+			if page = append(page, pageDigest{d.Identity, d.Customer.Email}); len(page) == countPage {
 				st.pages <- page
-				page = make([]digest.Identity, 0, countPage)
+				page = make([]pageDigest, 0, countPage)
 			}
 		}
 	}
@@ -232,6 +237,7 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 	for o, n := range st.customers {
 		t.Customers[o] += n
 	}
+	t.Expected -= st.listed
 	t.ReceiptStates = st.states
 	return t, nil
 }
@@ -330,16 +336,23 @@ func (l *laterRead) rows(id string) (int, error) {
 // pages held at most. A failed look-up cancels Count's read.
 type settling struct {
 	in        Input
-	pages     chan []digest.Identity
+	pages     chan []pageDigest
 	done      chan struct{}
 	closed    bool
 	err       error
 	customers Counts
 	states    map[digest.State]int64
+	listed    int64 // digests without a receipt on the suppression list
+}
+
+// pageDigest is what settle needs of a digest a run would send.
+type pageDigest struct {
+	id    digest.Identity
+	email string
 }
 
 func startSettling(ctx context.Context, cancel context.CancelFunc, in Input) *settling {
-	st := &settling{in: in, pages: make(chan []digest.Identity, 1), done: make(chan struct{}),
+	st := &settling{in: in, pages: make(chan []pageDigest, 1), done: make(chan struct{}),
 		customers: Counts{}, states: map[digest.State]int64{}}
 	go func() {
 		defer close(st.done)
@@ -369,17 +382,18 @@ func (st *settling) wait() error {
 // settle looks up a page of digests a run would send and counts each
 // one's outcome: its receipt under any candidate key (the pinned key id
 // first), or, for a digest without one, whether any candidate was
-// observed. Two ledger calls, the second only for the digests without a
-// receipt: none once the week's runs are done.
-func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
+// observed, or whether its customer or address is on the suppression list.
+// One ledger call, and two more only for the digests without a receipt:
+// none once the week's runs are done.
+func (st *settling) settle(ctx context.Context, page []pageDigest) error {
 	if len(page) == 0 {
 		return nil
 	}
 	in := st.in
 	cands := make([][]digest.Key, len(page))
 	var keys []digest.Key
-	for i, id := range page {
-		cands[i] = in.Keys(id)
+	for i, d := range page {
+		cands[i] = in.Keys(d.id)
 		keys = append(keys, cands[i]...)
 	}
 	states, err := in.Ledger.WeekStates(ctx, in.Spec.Week, keys)
@@ -389,8 +403,9 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 	var (
 		unsent [][]digest.Key // the candidates of the digests without a receipt
 		ask    []digest.Key   // all of them, for one look-up
+		none   []pageDigest   // those digests
 	)
-	for _, ks := range cands {
+	for i, ks := range cands {
 		if s, ok := receiptOf(states, ks); ok {
 			st.customers[OfReceipt(&Receipt{State: s}, false, in.Pruned)]++
 			st.states[s]++
@@ -398,9 +413,14 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 		}
 		unsent = append(unsent, ks)
 		ask = append(ask, ks...)
+		none = append(none, page[i])
 	}
 	if len(unsent) == 0 {
 		return nil
+	}
+	unsent, ask, err = st.unlisted(ctx, none, unsent)
+	if err != nil || len(unsent) == 0 {
+		return err
 	}
 	observed, err := in.Ledger.ObservedKeys(ctx, in.Spec.Week, ask)
 	if err != nil {
@@ -411,6 +431,43 @@ func (st *settling) settle(ctx context.Context, page []digest.Identity) error {
 		st.customers[OfReceipt(nil, seen, in.Pruned)]++
 	}
 	return nil
+}
+
+// unlisted counts as suppressed the digests of page (none with a
+// receipt, cands their candidate keys) whose customer or address is on
+// the ledger's suppression list, under any secret of the keyring as a run
+// looks them up, and returns the candidates of the rest, and all their
+// keys.
+func (st *settling) unlisted(ctx context.Context, page []pageDigest, cands [][]digest.Key) ([][]digest.Key, []digest.Key, error) {
+	in := st.in
+	var ask []digest.Key
+	if in.Suppressions == nil || in.Keyring == nil {
+		for _, ks := range cands {
+			ask = append(ask, ks...)
+		}
+		return cands, ask, nil
+	}
+	var sk []digest.SuppressionKey
+	for _, d := range page {
+		sk = append(sk, in.Keyring.CustomerKeys(d.id.Customer)...)
+		sk = append(sk, in.Keyring.AddressKeys(d.email)...)
+	}
+	found, err := in.Suppressions.Suppressed(ctx, sk)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the suppression list: %w", err)
+	}
+	kept := cands[:0]
+	for i, d := range page {
+		listed := func(k digest.SuppressionKey) bool { return found[k] }
+		if slices.ContainsFunc(in.Keyring.CustomerKeys(d.id.Customer), listed) || slices.ContainsFunc(in.Keyring.AddressKeys(d.email), listed) {
+			st.customers[Suppressed]++
+			st.listed++
+			continue
+		}
+		kept = append(kept, cands[i])
+		ask = append(ask, cands[i]...)
+	}
+	return kept, ask, nil
 }
 
 // receiptOf is the state of the receipt under the first of candidate keys

@@ -198,7 +198,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 
 	read, reader := weekstatus.NewReader(source, cfg.Spec, cfg.SendEmpty)
 	r := &run.Runner{Ledger: store, Source: read, Keyring: keyring, Renderer: renderer, Config: cfg}
-	r.Unsubscribe = unsubscribeURI
+	r.Unsubscribe, r.Listed = unsubscribeURI, reader.Listed
 	var checks []checkResult
 	var checkErr error
 	durable := checkDurability(ctx, store, log)

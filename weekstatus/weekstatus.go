@@ -402,7 +402,7 @@ func (st *settling) settle(ctx context.Context, page []pageDigest) error {
 	}
 	var (
 		unsent [][]digest.Key // the candidates of the digests without a receipt
-		ask    []digest.Key   // all of them, for one look-up
+		ask    []digest.Key   // their keys not on the suppression list, for one look-up
 		none   []pageDigest   // those digests
 	)
 	for i, ks := range cands {
@@ -412,7 +412,6 @@ func (st *settling) settle(ctx context.Context, page []pageDigest) error {
 			continue
 		}
 		unsent = append(unsent, ks)
-		ask = append(ask, ks...)
 		none = append(none, page[i])
 	}
 	if len(unsent) == 0 {

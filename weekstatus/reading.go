@@ -27,6 +27,10 @@ type Reading struct {
 	NotBuilt int64
 	// Others are the ids of the suppressed and empty customers.
 	Others []string
+
+	// listed are the customers the run found on the suppression list
+	// (Reader.Listed), written under the Reader's lock, never by add.
+	listed map[string]bool
 }
 
 // add classifies one record of the stream as Count does.
@@ -60,13 +64,13 @@ type Reader struct {
 	Spec      digest.Spec // type and version; the zone comes from each query
 	SendEmpty bool
 
-	mu     sync.Mutex
-	cur    *Reading        // the read of a whole shard under way, or the last one
-	last   *Reading        // the last complete read
-	listed map[string]bool // the customers Listed moved, once each
+	mu   sync.Mutex
+	cur  *Reading // the read of a whole shard under way, or the last one
+	last *Reading // the last complete read
 }
 
-// Last returns the last complete read, or false when there was none.
+// Last returns the last complete read, or false when there was none, with
+// the customers Listed named counted as suppressed.
 func (r *Reader) Last() (Reading, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -74,7 +78,12 @@ func (r *Reader) Last() (Reading, bool) {
 		return Reading{}, false
 	}
 	rd := *r.last
-	rd.Others = slices.Clone(rd.Others)
+	rd.Others, rd.listed = slices.Clone(rd.Others), nil
+	for id := range r.last.listed {
+		rd.Send--
+		rd.Suppress++
+		rd.Others = append(rd.Others, id)
+	}
 	return rd, true
 }
 
@@ -83,20 +92,18 @@ func (r *Reader) Last() (Reading, bool) {
 // it as a digest to send: it counts as suppressed, like a customer the
 // source marks unsubscribed, in the read under way or the last one. The
 // source cannot tell the suppression list, so without this the week's
-// expectation would wait for a digest no run will ever send.
+// expectation would wait for a digest no run will ever send. The read
+// itself takes no lock: Last applies what Listed recorded.
 func (r *Reader) Listed(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur == nil || r.listed[id] || r.cur.Send == 0 {
+	if r.cur == nil {
 		return
 	}
-	if r.listed == nil {
-		r.listed = map[string]bool{}
+	if r.cur.listed == nil {
+		r.cur.listed = map[string]bool{}
 	}
-	r.listed[id] = true
-	r.cur.Send--
-	r.cur.Suppress++
-	r.cur.Others = append(r.cur.Others, id)
+	r.cur.listed[id] = true
 }
 
 // Records streams q from the wrapped source, tallying a read of a whole
@@ -114,7 +121,7 @@ func (r *Reader) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[di
 	return func(yield func(digest.Record, error) bool) {
 		rd := &Reading{AsOf: q.AsOf, Zone: spec.Location.String(), Shard: q.Shard}
 		r.mu.Lock()
-		r.cur, r.listed = rd, nil
+		r.cur = rd
 		r.mu.Unlock()
 		for rec, err := range inner {
 			var bad *digest.BadRecordError
@@ -122,9 +129,7 @@ func (r *Reader) Records(ctx context.Context, q digest.SourceQuery) iter.Seq2[di
 				yield(rec, err)
 				return // a failed read: not complete
 			}
-			r.mu.Lock() // Listed may move a customer meanwhile
 			rd.add(rec, err, spec, r.SendEmpty)
-			r.mu.Unlock()
 			if !yield(rec, err) {
 				return // the run stopped reading: not complete
 			}

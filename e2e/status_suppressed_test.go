@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,12 +88,7 @@ func TestListSuppressedCustomerSettlesTheWeek(t *testing.T) {
 // sample snapshot).
 func TestListSuppressedCustomerSettlesASnapshotWeek(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
-		t.Fatal(err)
-	}
-	e := e2etest.Bare(t, dir)
-	e.Vars = []string{"DIGEST_DATABASE_URL=", "DIGEST_HMAC_KEYS=", "DIGEST_HMAC_KEYS_FILE=", "DIGEST_SMTP_URL="}
+	e := sampleEnv(t)
 	snap := []string{"--week", "2026-W48", "--snapshot", "examples/snapshot.jsonl"}
 	e.MustRun("suppression", "add", "--customer", "cust_0001", "--by", "alice")
 	r := e.MustRun(append([]string{"run"}, snap...)...)

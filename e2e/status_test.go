@@ -47,6 +47,19 @@ func statusOf(t *testing.T, e *e2etest.Env, wantCode int, args ...string) status
 	return s
 }
 
+// sampleEnv is an Env on the embedded default (SQLite ledger, file
+// outbox, no DIGEST_* settings) in a directory holding the examples.
+func sampleEnv(t *testing.T) *e2etest.Env {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	e := e2etest.Bare(t, dir)
+	e.Vars = []string{"DIGEST_DATABASE_URL=", "DIGEST_HMAC_KEYS=", "DIGEST_HMAC_KEYS_FILE=", "DIGEST_SMTP_URL="}
+	return e
+}
+
 // wantLines fails unless out has a line matching each pattern.
 func wantLines(t *testing.T, what, out string, patterns ...string) {
 	t.Helper()
@@ -177,12 +190,7 @@ func TestStatusBadInput(t *testing.T) {
 // and 9 settled (exit 3); after shard 1 of 2 the week is complete.
 func TestStatusOfASnapshotWeek(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(e2etest.RepoRoot(), "examples"))); err != nil {
-		t.Fatal(err)
-	}
-	e := e2etest.Bare(t, dir)
-	e.Vars = []string{"DIGEST_DATABASE_URL=", "DIGEST_HMAC_KEYS=", "DIGEST_HMAC_KEYS_FILE=", "DIGEST_SMTP_URL="}
+	e := sampleEnv(t)
 	snap := []string{"--week", "2026-W48", "--snapshot", "examples/snapshot.jsonl"}
 	e.MustRun(append([]string{"run", "--shard", "0/2"}, snap...)...)
 	partial := e.Run(append([]string{"status"}, snap...)...)

@@ -60,7 +60,11 @@ type Store interface {
 	// Prune removes what p selects and reports, by week, how many
 	// receipts went (or, with p.DryRun, would go). It leaves a
 	// digest.PruneTombstone for every snapshot pin of each week it took
-	// receipts from (none on a dry run).
+	// receipts from (none on a dry run). It also removes the provider
+	// events and soft-bounce counts past p.Events' horizons, after the
+	// receipts and in the transaction of their last deletion, but what a
+	// receipt it keeps or a streak under way still needs (see
+	// EventRetention), and counts them.
 	Prune(ctx context.Context, p PruneRequest) (PruneResult, error)
 	// Tombstones returns the prune tombstones of week, or of every week
 	// when week is zero, newest week first.
@@ -108,6 +112,8 @@ type Store interface {
 	// ProviderEvents: the events providers reported, for "digest serve"'s
 	// webhook intake and the events look-up.
 	ProviderEvents
+	// Retention: the oldest row of each table Prune keeps for a horizon.
+	Retention
 
 	// Durability returns the database settings that decide whether a
 	// committed receipt survives a crash of the database, as the store's
@@ -295,6 +301,9 @@ type PruneRequest struct {
 	// are otherwise kept whatever their age.
 	IncludeHeld        bool
 	IncludeQuarantined bool
+	// Events is the retention of the provider events and soft-bounce
+	// counts (see EventRetention); zero keeps them whole.
+	Events EventRetention
 	// DryRun counts without removing and writes no tombstone.
 	DryRun bool
 }
@@ -316,7 +325,7 @@ func (p PruneRequest) Validate() error {
 	if p.Before.IsZero() == (p.OlderThan <= 0) {
 		return fmt.Errorf("%w: prune needs a cutoff: an age (OlderThan) or a time (Before)", ErrInvalid)
 	}
-	return nil
+	return p.Events.Validate()
 }
 
 // Cutoff returns the time Prune compares with: Before, or OlderThan
@@ -338,6 +347,11 @@ type PruneResult struct {
 	// ended held because their send may have started.
 	ClaimsEnded int64
 	ClaimsHeld  int64
+	// ProviderEvents and SoftBounces count the provider events and
+	// soft-bounce counts it removed (dry: would remove) by
+	// PruneRequest.Events.
+	ProviderEvents int64
+	SoftBounces    int64
 }
 
 // PrunedWeek counts the receipts one prune removed from one ISO week.

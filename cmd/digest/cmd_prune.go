@@ -39,7 +39,30 @@ type and content version pinned for the week; "digest status" lists them):
 those receipts were the only record that their digests went out, so a
 later "digest run" of the week refuses (exit 2) unless given
 --resend-pruned-week. A dry run only counts: it deletes nothing and leaves
-no tombstone. Prints how many receipts went (or would go), by week.
+no tombstone. Prints how many receipts went (or would go), by week, then
+the provider events and soft-bounce counts.
+
+What the mail providers reported through "digest serve" has horizons of
+its own, by the ledger's clock as well, and goes in the transaction that
+deletes the receipts:
+
+  provider events  received more than DIGEST_EVENTS_RETENTION ago
+                   (--events-retention, default 90d, at least 14d and
+                   DIGEST_EVENTS_LAG); kept longer: an event naming the key
+                   of a receipt still in the ledger after this prune (the
+                   events look-up of a maybe-sent digest and "digest
+                   verify" read it; it goes with its receipt), and each
+                   provider's newest event (its watermark)
+  soft-bounce      an address's count of one ISO week, once it last
+  counts           bounced there more than DIGEST_SOFT_BOUNCE_RETENTION ago
+                   (--soft-bounce-retention, default 90d, at least 14d);
+                   kept longer: the weeks a soft bounce still to come
+                   counts in its streak (the DIGEST_SOFT_BOUNCE_WEEKS weeks
+                   ending with the week of now less DIGEST_EVENTS_LAG)
+
+A dry run counts them too. "digest status" shows the oldest row of each
+of these tables; with DIGEST_PUSHGATEWAY_URL set, a prune pushes them
+(digest_ledger_oldest_row_timestamp_seconds{table}).
 
 On PostgreSQL, where receipts is partitioned by ISO week, a week whose
 partition holds nothing but such receipts goes whole: its partition is
@@ -50,6 +73,7 @@ Examples:
   digest prune --older-than 90d --dry-run
   digest prune --older-than 90d
   digest prune --older-than 30d --replay-horizon 30d
+  digest prune --older-than 90d --events-retention 30d
 `
 
 func cmdPrune(ctx context.Context, env *Env, args []string) error {
@@ -81,7 +105,7 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	// The age, not a cutoff from env.now(): the ledger cuts by its own
 	// clock, so a machine whose clock runs ahead cannot take the receipts
 	// of a week being run (ledger.PruneRequest).
-	res, err := store.Prune(ctx, ledger.PruneRequest{OlderThan: d, IncludeHeld: *held, IncludeQuarantined: *quar, DryRun: *dry})
+	res, err := store.Prune(ctx, ledger.PruneRequest{OlderThan: d, IncludeHeld: *held, IncludeQuarantined: *quar, Events: ps.events, DryRun: *dry})
 	if err != nil {
 		return err
 	}
@@ -110,8 +134,12 @@ func cmdPrune(ctx context.Context, env *Env, args []string) error {
 	if !*dry && len(res.Weeks) > 0 {
 		fmt.Fprintln(env.Stdout, "a run of these weeks now refuses unless given --resend-pruned-week")
 	}
+	fmt.Fprintf(env.Stdout, "%s %d provider events received more than %s ago (DIGEST_EVENTS_RETENTION; those of the receipts kept and each provider's newest stay)\n",
+		verb, res.ProviderEvents, days(ps.events.ProviderEvents))
+	fmt.Fprintf(env.Stdout, "%s %d soft-bounce counts last bounced more than %s ago (DIGEST_SOFT_BOUNCE_RETENTION; the weeks of streaks under way stay)\n",
+		verb, res.SoftBounces, days(ps.events.SoftBounces))
 	if !*dry {
-		recordPrune(ctx, env, pushgatewayURL, log, res.Receipts)
+		recordPrune(ctx, env, pushgatewayURL, log, store, res)
 	}
 	return nil
 }
@@ -132,6 +160,7 @@ func parseAge(s string) (time.Duration, error) {
 type pruneSettings struct {
 	olderThan      time.Duration
 	horizon        time.Duration // DIGEST_REPLAY_HORIZON, the least olderThan
+	events         ledger.EventRetention
 	ledger         ledgerConfig
 	level          slog.Level
 	pushgatewayURL string
@@ -143,6 +172,35 @@ func parsePrune(st *settings, olderThan string) (pruneSettings, error) {
 	if ps.olderThan, err = parseAge(olderThan); err != nil {
 		return ps, err
 	}
-	ps.horizon, err = st.replayHorizon()
+	if ps.horizon, err = st.replayHorizon(); err != nil {
+		return ps, err
+	}
+	ps.events, err = parseEventRetention(st)
 	return ps, err
+}
+
+// parseEventRetention reads the retention of the provider events and
+// soft-bounce counts, with the soft-bounce policy and events lag their
+// evidence rules need (ledger.EventRetention).
+func parseEventRetention(st *settings) (ledger.EventRetention, error) {
+	var (
+		r   ledger.EventRetention
+		err error
+	)
+	if r.ProviderEvents, err = st.eventRetention("DIGEST_EVENTS_RETENTION"); err != nil {
+		return r, err
+	}
+	if r.SoftBounces, err = st.eventRetention("DIGEST_SOFT_BOUNCE_RETENTION"); err != nil {
+		return r, err
+	}
+	if r.Policy.SoftBounceWeeks, err = st.positiveInt("DIGEST_SOFT_BOUNCE_WEEKS", 52); err != nil {
+		return r, err
+	}
+	if r.Lag, err = st.duration("DIGEST_EVENTS_LAG"); err != nil {
+		return r, err
+	}
+	if r.ProviderEvents < r.Lag {
+		return r, usagef("DIGEST_EVENTS_RETENTION=%s is shorter than DIGEST_EVENTS_LAG=%s: an event still arriving late must find its first copy", days(r.ProviderEvents), r.Lag)
+	}
+	return r, nil
 }

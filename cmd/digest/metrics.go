@@ -58,14 +58,22 @@ func recordRun(ctx context.Context, env *Env, url string, log *slog.Logger, stor
 	}
 }
 
-// recordPrune pushes a prune's count to DIGEST_PUSHGATEWAY_URL when set.
-func recordPrune(ctx context.Context, env *Env, url string, log *slog.Logger, pruned int64) {
+// recordPrune pushes a prune's count, and the oldest row of each table it
+// keeps for a horizon as it left them, to DIGEST_PUSHGATEWAY_URL when set.
+// Oldest rows it cannot read are left out of the push, which goes on.
+func recordPrune(ctx context.Context, env *Env, url string, log *slog.Logger, store ledger.Store, res ledger.PruneResult) {
 	if url == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
-	if err := metrics.PushPrune(ctx, url, nil, pruned, env.now()); err != nil {
+	p := metrics.Prune{Receipts: res.Receipts, At: env.now()}
+	oldest, err := store.OldestRows(ctx)
+	if err != nil {
+		log.Warn("metrics: cannot read the oldest rows", "err", err)
+	}
+	p.Oldest = oldest
+	if err := metrics.PushPrune(ctx, url, nil, p); err != nil {
 		log.Error("metrics: push failed", "err", err)
 	}
 }

@@ -23,6 +23,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/weeklydigest/digest/digest"
 )
 
 // pushgateway implements the Pushgateway's push API for tests:
@@ -245,6 +247,15 @@ func TestRunAndPrunePushMetrics(t *testing.T) {
 	if _, ok := pg.value("job=digest,command=prune", "digest_last_prune_timestamp_seconds"); !ok {
 		t.Error("prune pushed no digest_last_prune_timestamp_seconds")
 	}
+	// The oldest row of each kept table, as the prune left them: the
+	// held and quarantined receipts of 2026-W48, nothing else.
+	w48 := float64(digest.ISOWeek{Year: 2026, Week: 48}.Start(time.UTC).Unix())
+	checkSamples(t, pg, "job=digest,command=prune", []wantSample{
+		{"digest_ledger_oldest_row_timestamp_seconds", []string{"table", "receipts"}, w48},
+		{"digest_ledger_oldest_row_timestamp_seconds", []string{"table", "observations"}, 0},
+		{"digest_ledger_oldest_row_timestamp_seconds", []string{"table", "provider_events"}, 0},
+		{"digest_ledger_oldest_row_timestamp_seconds", []string{"table", "soft_bounces"}, 0},
+	})
 	if code := Main(ctx, []string{"prune", "--older-than", "90d", "--dry-run"}, env); code != ExitOK || pg.pushCount() != 7 {
 		t.Errorf("dry-run prune: exit %d, %d pushes in all; want 0 and no push (7: three runs and their week states, one prune)", code, pg.pushCount())
 	}

@@ -42,6 +42,8 @@ var settingsTable = []setting{
 	{"DIGEST_SMTP_TIMEOUT", "smtp-timeout", "8s", "bound on an SMTP dial and, separately, on one message's exchange: a send may take twice it, and the lease must be at least four times it"},
 	{"DIGEST_LEASE", "lease", "45s", "how long a claim is exclusive, renewed while the run holds it: a crashed run's claims are taken over this long after the crash (1s to 24h, at least 4 x DIGEST_SMTP_TIMEOUT)"},
 	{"DIGEST_REPLAY_HORIZON", "replay-horizon", "90d", "how long after its last run a week may be replayed: prune refuses a shorter --older-than; at least 14d"},
+	{"DIGEST_EVENTS_RETENTION", "events-retention", "90d", "how long prune keeps a provider event after it was received; an event naming a receipt still in the ledger goes with that receipt, each provider's newest stays (the events look-up reads them); at least 14d and DIGEST_EVENTS_LAG"},
+	{"DIGEST_SOFT_BOUNCE_RETENTION", "soft-bounce-retention", "90d", "how long prune keeps an address's soft-bounce count of a week after its last bounce there; the weeks a streak still under way reaches back to (DIGEST_SOFT_BOUNCE_WEEKS) stay; at least 14d"},
 	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run"},
 	{"DIGEST_SETTLE", "settle", "4h", "how long after a week's end (in DIGEST_TZ) its cutoff lies: activity recorded up to then is in the week's digests (rows are recorded after they occur: settlements, nightly imports). A run that sends refuses a week before it unless --early-cutoff; keep it below the schedule's offset from the week's end (the CronJob runs Monday 06:00)"},
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)"},
@@ -77,7 +79,8 @@ var commandSettings = map[string][]string{
 	"repin":       join(ledgerSettings, hmacSettings, weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
 	"suppression": join(ledgerSettings, hmacSettings, []string{"DIGEST_LOG_LEVEL"}),
 	"events":      join(ledgerSettings, []string{"DIGEST_EVENTS_LAG", "DIGEST_LOG_LEVEL"}),
-	"prune":       join(ledgerSettings, []string{"DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
+	"prune": join(ledgerSettings, []string{"DIGEST_REPLAY_HORIZON", "DIGEST_EVENTS_RETENTION", "DIGEST_SOFT_BOUNCE_RETENTION",
+		"DIGEST_SOFT_BOUNCE_WEEKS", "DIGEST_EVENTS_LAG", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
 	// schedule hands its settings flags to its runs as the environment
 	// (withFlagSettings), the week's settings included.
 	"schedule": join(weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_METRICS_ADDR"}),
@@ -339,6 +342,27 @@ func (s *settings) replayHorizon() (time.Duration, error) {
 	}
 	if d < minReplayHorizon {
 		return 0, usagef("DIGEST_REPLAY_HORIZON=%q: at least 14d (a week must stay replayable past its retries and backfills)", v)
+	}
+	return d, nil
+}
+
+// minEventRetention is the least DIGEST_EVENTS_RETENTION and
+// DIGEST_SOFT_BOUNCE_RETENTION: two weeks, far past the days a provider
+// retries a webhook, so that a retried event still finds its first copy
+// (and is taken for the replay it is) and a streak its last weeks.
+const minEventRetention = 14 * 24 * time.Hour
+
+// eventRetention reads a retention of what the providers reported,
+// DIGEST_EVENTS_RETENTION or DIGEST_SOFT_BOUNCE_RETENTION (Go units or
+// whole days).
+func (s *settings) eventRetention(env string) (time.Duration, error) {
+	v := s.get(env)
+	d, ok := parseDays(v)
+	if !ok {
+		return 0, usagef("%s=%q: want a duration such as 90d or 2160h", env, v)
+	}
+	if d < minEventRetention {
+		return 0, usagef("%s=%q: at least 14d (a provider's retried webhook must find its event, a soft-bounce streak its weeks)", env, v)
 	}
 	return d, nil
 }

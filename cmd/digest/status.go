@@ -76,6 +76,13 @@ outcome), undecided, next_command, verdict (complete, remaining,
 partial_cutoff, needs_review or not_run_yet), exit_code, counted_from
 (ledger or source) and source_reason (why the source was read).
 
+Last, the oldest row of each table prune keeps for a horizon (receipts:
+their oldest ISO week; observations, provider_events, soft_bounces), with
+its age: older than its horizon means prune has not run, or keeps it as
+evidence ("digest prune --help"). In --json, retention: one object per
+table, table, oldest (null when empty), age_seconds and, for receipts,
+oldest_week.
+
 With DIGEST_PUSHGATEWAY_URL set, status pushes the week's state (job
 digest_week; docs/operations.md, "Week state").
 
@@ -146,13 +153,16 @@ func cmdStatus(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
+	kept := retention(ctx, store, env.now(), log)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(ws); err != nil {
+		if err := enc.Encode(statusOutput{Report: ws, Retention: kept}); err != nil {
 			return err
 		}
 	} else if err := printStatus(env, w, ws, c, rep, stones); err != nil {
+		return err
+	} else if err := printRetention(env, kept); err != nil {
 		return err
 	}
 	return statusExit(ws)

@@ -119,7 +119,8 @@ func TestNamesListsEveryExportedSeries(t *testing.T) {
 	t.Parallel()
 	names := Names()
 	for _, want := range []string{"digest_digests_total", "digest_claim_latency_seconds_bucket", "digest_oldest_retryable_timestamp_seconds",
-		"digest_last_success_timestamp_seconds", "digest_receipts_pruned_total", "digest_last_prune_timestamp_seconds"} {
+		"digest_last_success_timestamp_seconds", "digest_receipts_pruned_total", "digest_last_prune_timestamp_seconds",
+		"digest_ledger_oldest_row_timestamp_seconds"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("Names() lacks %s: %v", want, names)
 		}

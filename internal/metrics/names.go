@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Names returns the name of every series the job exports (a run's push or
@@ -19,7 +21,7 @@ func Names() []string {
 	r := New()
 	r.ObserveRun(Run{ExitCode: 0, Finished: time.Now()}) // exports the last success time
 	r.WithSchedule()                                     // "digest schedule"'s own
-	prune := pruneRegistry(0, time.Now())
+	prune := pruneRegistry(Prune{At: time.Now(), Oldest: []ledger.OldestRow{{Table: ledger.TableReceipts}}})
 	verify := verifyRegistry(Verification{Finished: time.Now()})
 	var out []string
 	for _, g := range []prometheus.Gatherer{r.reg, prune, verify, serveOnly()} {

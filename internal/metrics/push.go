@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // Job is the Pushgateway job label of every push.
@@ -25,25 +27,50 @@ func (r *Registry) Push(ctx context.Context, url string, client *http.Client, gr
 	return pushGatherer(ctx, url, client, r.reg, grouping)
 }
 
+// Prune is what one "digest prune" tells the metrics.
+type Prune struct {
+	// Receipts counts the receipts it deleted.
+	Receipts int64
+	// Oldest is the oldest row of each kept table after it
+	// (ledger.Retention); nil when they could not be read.
+	Oldest []ledger.OldestRow
+	// At is when it finished.
+	At time.Time
+}
+
 // PushPrune sends the outcome of one "digest prune" to the Pushgateway at
 // url, in a group of its own (job "digest", command "prune") so that it
 // never touches a run's group: digest_receipts_pruned_total (the receipts
-// this prune deleted) and digest_last_prune_timestamp_seconds (at).
-// client may be nil.
-func PushPrune(ctx context.Context, url string, client *http.Client, pruned int64, at time.Time) error {
-	return pushGatherer(ctx, url, client, pruneRegistry(pruned, at), []Label{{"command", "prune"}})
+// this prune deleted), digest_last_prune_timestamp_seconds (p.At) and
+// digest_ledger_oldest_row_timestamp_seconds{table} (p.Oldest). client
+// may be nil.
+func PushPrune(ctx context.Context, url string, client *http.Client, p Prune) error {
+	return pushGatherer(ctx, url, client, pruneRegistry(p), []Label{{"command", "prune"}})
 }
 
 // pruneRegistry holds what one "digest prune" pushes.
-func pruneRegistry(pruned int64, at time.Time) *prometheus.Registry {
+func pruneRegistry(p Prune) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	n := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "receipts_pruned_total",
 		Help: "Receipts (with their history) deleted by the last \"digest prune\"."})
 	last := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "last_prune_timestamp_seconds",
 		Help: "Unix time the last \"digest prune\" finished."})
 	reg.MustRegister(n, last)
-	n.Add(float64(pruned))
-	last.Set(unix(at))
+	n.Add(float64(p.Receipts))
+	last.Set(unix(p.At))
+	if p.Oldest != nil {
+		oldest := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "ledger_oldest_row_timestamp_seconds",
+			Help: "Unix time of the oldest row of each table \"digest prune\" keeps for a horizon, as the last prune left it, by the time its horizon compares (receipts: the start of their oldest ISO week); 0 when the table is empty. Rows kept as evidence may be older than the horizon."},
+			[]string{"table"})
+		for _, r := range p.Oldest {
+			v := 0.0
+			if !r.At.IsZero() {
+				v = unix(r.At)
+			}
+			oldest.WithLabelValues(string(r.Table)).Set(v)
+		}
+		reg.MustRegister(oldest)
+	}
 	return reg
 }
 

@@ -27,6 +27,10 @@ var (
 	tombstonesSQL        = queries.Get("Tombstones")
 	staleClaimsSQL       = queries.Get("StaleClaims")
 
+	pruneProviderEventsSQL = queries.Get("PruneProviderEvents")
+	pruneSoftBouncesSQL    = queries.Get("PruneSoftBounces")
+	oldestRowsSQL          = queries.Get("OldestRows")
+
 	droppablePartitionsSQL = queries.Get("DroppablePartitions")
 	lockReceiptsSQL        = queries.Get("LockReceipts")
 	tombstoneWeeksSQL      = queries.Get("TombstoneWeeks")
@@ -55,19 +59,24 @@ FROM %s r GROUP BY r.iso_week ORDER BY r.iso_week`
 // the first drops whole the week partitions that hold nothing but
 // prunable receipts (dropPartitions); the second deletes the prunable
 // receipts left, of weeks only partly prunable or in the DEFAULT
-// partition, as it did before receipts was partitioned.
+// partition, as it did before receipts was partitioned, and then the
+// provider events and soft-bounce counts past their horizons but those
+// the receipts left still need (ledger.EventRetention).
 func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.PruneResult, err error) {
 	defer classify(&err)
 	if err := p.Validate(); err != nil {
 		return ledger.PruneResult{}, err
 	}
-	cutoff, err := s.pruneCutoff(ctx, p)
+	now, err := s.pruneNow(ctx)
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
-	// Fixed once: every statement below compares with the same cutoff,
-	// which only gets further behind the server's clock as they run.
-	p.Before, p.OlderThan = cutoff, 0
+	// Fixed once: every statement below compares with the same cutoffs,
+	// which only get further behind the server's clock as they run.
+	if p.OlderThan > 0 {
+		p.Before, p.OlderThan = p.Cutoff(now).UTC().Truncate(time.Microsecond), 0
+	}
+	events := p.Events.Cutoffs(now)
 	var ends ledger.PruneResult
 	if err := ledger.EndStaleClaims(ctx, p.DryRun, &ends, p.Before, s); err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: end stale claims: %w", err)
@@ -78,6 +87,9 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 			return ledger.PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
 		}
 		res.ClaimsEnded = ends.ClaimsEnded
+		if err := pruneEvents(ctx, s.pool, p, events, &res); err != nil {
+			return ledger.PruneResult{}, fmt.Errorf("prune (dry run): %w", err)
+		}
 		return res, nil
 	}
 	dropped, err := s.dropPartitions(ctx, p)
@@ -99,8 +111,12 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		if err := collectWeeks(rows, &res); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, pruneObservationsSQL, p.Before)
-		return err
+		if _, err = tx.Exec(ctx, pruneObservationsSQL, p.Before); err != nil {
+			return err
+		}
+		// After the receipts: an event of a receipt deleted above is no
+		// longer evidence of anything.
+		return pruneEvents(ctx, tx, p, events, &res)
 	})
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
@@ -142,17 +158,13 @@ func (s *Store) StaleClaims(ctx context.Context, cutoff time.Time, after digest.
 	})
 }
 
-// pruneCutoff is p's cutoff by the ledger's clock (see ledger.PruneRequest):
-// OlderThan before the earlier of the server's now() and the store's own
-// clock. The server's clock is the one a prune must trust: a prune whose
-// machine runs ahead would otherwise take the receipts of a week run
-// seconds earlier. The store's clock only ever moves the cutoff back (a
-// process behind prunes less), and is what the contract suite's fake
-// clocks set.
-func (s *Store) pruneCutoff(ctx context.Context, p ledger.PruneRequest) (time.Time, error) {
-	if p.OlderThan <= 0 {
-		return p.Before, nil
-	}
+// pruneNow is the ledger's clock a prune cuts by (see ledger.PruneRequest):
+// the earlier of the server's now() and the store's own clock. The
+// server's clock is the one a prune must trust: a prune whose machine runs
+// ahead would otherwise take the receipts of a week run seconds earlier.
+// The store's clock only ever moves the cutoffs back (a process behind
+// prunes less), and is what the contract suite's fake clocks set.
+func (s *Store) pruneNow(ctx context.Context) (time.Time, error) {
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
 		return time.Time{}, err
@@ -160,7 +172,49 @@ func (s *Store) pruneCutoff(ctx context.Context, p ledger.PruneRequest) (time.Ti
 	if own := s.nowUTC(); own.Before(now) {
 		now = own
 	}
-	return p.Cutoff(now).UTC().Truncate(time.Microsecond), nil
+	return now, nil
+}
+
+// pruneEvents prunes (p.DryRun: counts) on q the provider events and
+// soft-bounce counts past the cutoffs c, keeping the evidence
+// (ledger.EventRetention), and sets their counts in res.
+func pruneEvents(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, p ledger.PruneRequest, c ledger.EventCutoffs, res *ledger.PruneResult) error {
+	if !c.ProviderEvents.IsZero() {
+		err := q.QueryRow(ctx, pruneProviderEventsSQL, c.ProviderEvents, p.Before, p.PrunableStates(), p.DryRun).Scan(&res.ProviderEvents)
+		if err != nil {
+			return fmt.Errorf("provider events: %w", err)
+		}
+	}
+	if !c.SoftBounces.IsZero() {
+		err := q.QueryRow(ctx, pruneSoftBouncesSQL, c.SoftBounces, c.StreakWeek.String(), p.DryRun).Scan(&res.SoftBounces)
+		if err != nil {
+			return fmt.Errorf("soft bounces: %w", err)
+		}
+	}
+	return nil
+}
+
+// OldestRows returns the oldest row of each kept table (ledger.Retention).
+func (s *Store) OldestRows(ctx context.Context) (_ []ledger.OldestRow, err error) {
+	defer classify(&err)
+	var (
+		week                        *string
+		observed, received, bounced *time.Time
+	)
+	if err := s.pool.QueryRow(ctx, oldestRowsSQL).Scan(&week, &observed, &received, &bounced); err != nil {
+		return nil, fmt.Errorf("oldest rows: %w", err)
+	}
+	receipts, err := ledger.OldestReceipts(deref(week))
+	if err != nil {
+		return nil, err
+	}
+	return []ledger.OldestRow{receipts,
+		{Table: ledger.TableObservations, At: utcOrZero(observed)},
+		{Table: ledger.TableProviderEvents, At: utcOrZero(received)},
+		{Table: ledger.TableSoftBounces, At: utcOrZero(bounced)},
+	}, nil
 }
 
 // prunable is a dry run: what Prune would remove, by week, with the weeks

@@ -24,11 +24,17 @@ var (
 	weekTombstoneSQL     = queries.Get("WeekTombstone")
 	tombstonesSQL        = queries.Get("Tombstones")
 	staleClaimsSQL       = queries.Get("StaleClaims")
+
+	pruneProviderEventsSQL = queries.Get("PruneProviderEvents")
+	pruneSoftBouncesSQL    = queries.Get("PruneSoftBounces")
+	oldestRowsSQL          = queries.Get("OldestRows")
 )
 
 // Prune removes settled receipts, their events and old observations in one
 // write transaction, and leaves a tombstone for every pin of each week it
-// took receipts from. SQLite serialises it with StartWeek.
+// took receipts from; then, in the same transaction, the provider events
+// and soft-bounce counts past their horizons but those the receipts left
+// still need (ledger.EventRetention). SQLite serialises it with StartWeek.
 func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.PruneResult, err error) {
 	defer classify(&err)
 	if err := p.Validate(); err != nil {
@@ -52,8 +58,10 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		// server, and this process's clock stamped every row compared
 		// here. Read under the write lock, so a StartWeek committed just
 		// before is compared with a later time, never an earlier one.
-		cutoff := p.Cutoff(s.now()).UnixMicro()
+		now := s.now()
+		cutoff := p.Cutoff(now).UnixMicro()
 		args := []any{cutoff, string(states)}
+		events := p.Events.Cutoffs(now)
 		rows, err := tx.QueryContext(ctx, prunableByWeekSQL, args...)
 		if err != nil {
 			return err
@@ -73,7 +81,7 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 			return err
 		}
 		if p.DryRun {
-			return nil
+			return pruneEvents(ctx, tx, args, events, &res, true)
 		}
 		if _, err := tx.ExecContext(ctx, pruneEventsSQL, args...); err != nil {
 			return err
@@ -81,20 +89,84 @@ func (s *Store) Prune(ctx context.Context, p ledger.PruneRequest) (_ ledger.Prun
 		if _, err := tx.ExecContext(ctx, pruneReceiptsSQL, args...); err != nil {
 			return err
 		}
-		now := s.nowUTC().UnixMicro()
+		stamp := s.nowUTC().UnixMicro()
 		for _, w := range res.Weeks {
-			_, err := tx.ExecContext(ctx, tombstoneSQL, w.Week, w.Receipts, now)
+			_, err := tx.ExecContext(ctx, tombstoneSQL, w.Week, w.Receipts, stamp)
 			if err != nil {
 				return err
 			}
 		}
-		_, err = tx.ExecContext(ctx, pruneObservationsSQL, cutoff)
-		return err
+		if _, err = tx.ExecContext(ctx, pruneObservationsSQL, cutoff); err != nil {
+			return err
+		}
+		// After the receipts: an event of a receipt deleted above is no
+		// longer evidence of anything.
+		return pruneEvents(ctx, tx, args, events, &res, false)
 	})
 	if err != nil {
 		return ledger.PruneResult{}, fmt.Errorf("prune: %w", err)
 	}
 	return res, nil
+}
+
+// pruneEvents deletes in tx the provider events and soft-bounce counts past
+// the cutoffs c, keeping the evidence (ledger.EventRetention), and sets
+// their counts in res. receipts are the receipts' cutoff and states, which
+// say which receipts the prune keeps. A dry run deletes in a savepoint it
+// rolls back: it counts with the statements a prune runs.
+func pruneEvents(ctx context.Context, tx sqliteTx, receipts []any, c ledger.EventCutoffs, res *ledger.PruneResult, dry bool) (err error) {
+	if dry {
+		if _, err := tx.Tx.ExecContext(ctx, "SAVEPOINT prune_dry_run"); err != nil {
+			return err
+		}
+		defer func() {
+			if _, rerr := tx.Tx.ExecContext(ctx, "ROLLBACK TO prune_dry_run"); rerr != nil && err == nil {
+				err = rerr
+			}
+			if _, rerr := tx.Tx.ExecContext(ctx, "RELEASE prune_dry_run"); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	deleted := func(q string, args ...any) (int64, error) {
+		r, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return r.RowsAffected()
+	}
+	if !c.ProviderEvents.IsZero() {
+		if res.ProviderEvents, err = deleted(pruneProviderEventsSQL, append([]any{c.ProviderEvents.UnixMicro()}, receipts...)...); err != nil {
+			return fmt.Errorf("provider events: %w", err)
+		}
+	}
+	if !c.SoftBounces.IsZero() {
+		if res.SoftBounces, err = deleted(pruneSoftBouncesSQL, c.SoftBounces.UnixMicro(), c.StreakWeek.String()); err != nil {
+			return fmt.Errorf("soft bounces: %w", err)
+		}
+	}
+	return nil
+}
+
+// OldestRows returns the oldest row of each kept table (ledger.Retention).
+func (s *Store) OldestRows(ctx context.Context) (_ []ledger.OldestRow, err error) {
+	defer classify(&err)
+	var (
+		week                        sql.NullString
+		observed, received, bounced sql.NullInt64
+	)
+	if err := s.db.QueryRowContext(ctx, oldestRowsSQL).Scan(&week, &observed, &received, &bounced); err != nil {
+		return nil, fmt.Errorf("oldest rows: %w", err)
+	}
+	receipts, err := ledger.OldestReceipts(week.String)
+	if err != nil {
+		return nil, err
+	}
+	return []ledger.OldestRow{receipts,
+		{Table: ledger.TableObservations, At: fromMicros(observed)},
+		{Table: ledger.TableProviderEvents, At: fromMicros(received)},
+		{Table: ledger.TableSoftBounces, At: fromMicros(bounced)},
+	}, nil
 }
 
 // StaleClaims lists the claims a prune with cutoff ends

@@ -99,3 +99,52 @@ WHERE updated_at < $1
     AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= $1)
     AND key > $3
 ORDER BY key LIMIT $4;
+
+-- name: PruneProviderEvents
+-- Deletes (unless $4, a dry run, which only counts) the provider events
+-- received before $1 (ledger.EventRetention) but those that are evidence:
+-- an event naming the key of a receipt this prune keeps (one not prunable
+-- by the receipts' cutoff $2 and states $3; after the receipts' deletion
+-- in the same transaction, any receipt left), and each provider's newest
+-- event, its watermark. Returns how many went (or would go).
+WITH doomed AS (
+    SELECT e.provider, e.event_id FROM provider_events e
+    WHERE e.received_at < $1
+        AND NOT EXISTS (
+            SELECT 1 FROM receipts r WHERE r.key = e.key
+                AND NOT (r.updated_at < $2 AND r.state = ANY($3)
+                    AND r.iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= $2)))
+        AND e.counted_at < (SELECT max(n.counted_at) FROM provider_events n WHERE n.provider = e.provider)
+),
+gone AS (
+    DELETE FROM provider_events p USING doomed d
+    WHERE NOT $4 AND p.provider = d.provider AND p.event_id = d.event_id
+)
+SELECT count(*) FROM doomed;
+
+-- name: PruneSoftBounces
+-- Deletes (unless $3, a dry run, which only counts) the soft-bounce counts
+-- whose last bounce is before $1, of weeks before $2: the first week a
+-- soft bounce still to come may count in its streak
+-- (ledger.EventCutoffs.StreakWeek). Week strings compare in C order:
+-- YYYY-Www sorts as the weeks do. Returns how many went (or would go).
+WITH doomed AS (
+    SELECT address_key, iso_week FROM soft_bounces
+    WHERE last_at < $1 AND iso_week COLLATE "C" < $2
+),
+gone AS (
+    DELETE FROM soft_bounces s USING doomed d
+    WHERE NOT $3 AND s.address_key = d.address_key AND s.iso_week = d.iso_week
+)
+SELECT count(*) FROM doomed;
+
+-- name: OldestRows
+-- The oldest row of each kept table (ledger.OldestRow), each by an index:
+-- the oldest week with receipts from the per-week counters, the earliest
+-- observation, provider event received and soft bounce.
+SELECT
+    (SELECT min(iso_week COLLATE "C") FROM (
+        SELECT iso_week FROM week_state_counts GROUP BY iso_week HAVING sum(n) > 0) w),
+    (SELECT min(at) FROM observations),
+    (SELECT min(received_at) FROM provider_events),
+    (SELECT min(last_at) FROM soft_bounces);

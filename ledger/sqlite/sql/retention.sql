@@ -64,3 +64,30 @@ WHERE updated_at < ?1
     AND iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= ?1)
     AND key > ?3
 ORDER BY key LIMIT ?4;
+
+-- name: PruneProviderEvents
+-- Deletes the provider events received before ?1 (ledger.EventRetention)
+-- but those that are evidence: an event naming the key of a receipt this
+-- prune keeps (one not prunable by the receipts' cutoff ?2 and states ?3;
+-- after the receipts' deletion in the same transaction, any receipt
+-- left), and each provider's newest event, its watermark. A dry run runs
+-- it in a savepoint it rolls back.
+DELETE FROM provider_events AS e
+WHERE e.received_at < ?1
+    AND NOT EXISTS (
+        SELECT 1 FROM receipts r WHERE r.key = e.key
+            AND NOT (r.updated_at < ?2 AND r.state IN (SELECT value FROM json_each(?3))
+                AND r.iso_week NOT IN (SELECT iso_week FROM week_runs WHERE last_started_at >= ?2)))
+    AND e.counted_at < (SELECT max(n.counted_at) FROM provider_events n WHERE n.provider = e.provider);
+
+-- name: PruneSoftBounces
+-- Deletes the soft-bounce counts whose last bounce is before ?1, of weeks
+-- before ?2: the first week a soft bounce still to come may count in its
+-- streak (ledger.EventCutoffs.StreakWeek). YYYY-Www strings sort as the
+-- weeks do (SQLite compares text bytewise).
+DELETE FROM soft_bounces WHERE last_at < ?1 AND iso_week < ?2;
+
+-- name: OldestRows
+-- The oldest row of each kept table (ledger.OldestRow), each by an index.
+SELECT (SELECT min(iso_week) FROM receipts), (SELECT min(at) FROM observations),
+    (SELECT min(received_at) FROM provider_events), (SELECT min(last_at) FROM soft_bounces);

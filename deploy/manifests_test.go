@@ -45,6 +45,7 @@ type manifests struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
 	accounts   map[string]*corev1.ServiceAccount
+	namespaces map[string]*corev1.Namespace
 	// "digest serve" and what goes with it.
 	deployments map[string]*appsv1.Deployment
 	services    map[string]*corev1.Service
@@ -54,14 +55,17 @@ type manifests struct {
 	// The Prometheus Operator's, in the overlays' builds.
 	serviceMonitors map[string]*monitoringv1.ServiceMonitor
 	rules           map[string]*monitoringv1.PrometheusRule
+	// objects are all of the above, by the same names.
+	objects map[string]metav1.Object
 }
 
 func newManifests() *manifests {
 	return &manifests{cronJobs: map[string]*batchv1.CronJob{}, jobs: map[string]*batchv1.Job{},
-		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, accounts: map[string]*corev1.ServiceAccount{}, namespaces: map[string]*corev1.Namespace{},
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, pdbs: map[string]*policyv1.PodDisruptionBudget{},
 		policies: map[string]*networkingv1.NetworkPolicy{}, ingresses: map[string]*networkingv1.Ingress{},
-		serviceMonitors: map[string]*monitoringv1.ServiceMonitor{}, rules: map[string]*monitoringv1.PrometheusRule{}}
+		serviceMonitors: map[string]*monitoringv1.ServiceMonitor{}, rules: map[string]*monitoringv1.PrometheusRule{},
+		objects: map[string]metav1.Object{}}
 }
 
 // decodeStrict decodes one YAML document into out, rejecting unknown and
@@ -131,6 +135,9 @@ func (m *manifests) add(t *testing.T, name string, doc []byte) {
 	case "v1 ServiceAccount":
 		obj = &corev1.ServiceAccount{}
 		m.accounts[name] = obj.(*corev1.ServiceAccount)
+	case "v1 Namespace":
+		obj = &corev1.Namespace{}
+		m.namespaces[name] = obj.(*corev1.Namespace)
 	case "apps/v1 Deployment":
 		obj = &appsv1.Deployment{}
 		m.deployments[name] = obj.(*appsv1.Deployment)
@@ -158,6 +165,7 @@ func (m *manifests) add(t *testing.T, name string, doc []byte) {
 	if err := decodeStrict(doc, obj); err != nil {
 		t.Fatalf("%s: strict decoding: %v", name, err)
 	}
+	m.objects[name] = obj.(metav1.Object)
 }
 
 // kustomization is what kustomization.yaml holds, decoded strictly: a
@@ -171,15 +179,23 @@ type kustomization struct {
 		IncludeSelectors bool              `json:"includeSelectors"`
 	} `json:"labels"`
 	Resources []string `json:"resources"`
-	Patches   []struct {
-		Path string `json:"path"`
-	} `json:"patches,omitempty"`
-	Images []struct {
+	Patches   []patch  `json:"patches,omitempty"`
+	Images    []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
 		Digest  string `json:"digest,omitempty"`
 	} `json:"images"`
+}
+
+// patch is one entry of a kustomization's patches: a file, and the
+// object it applies to when it is a JSON patch.
+type patch struct {
+	Path   string `json:"path"`
+	Target *struct {
+		Kind string `json:"kind"`
+		Name string `json:"name"`
+	} `json:"target,omitempty"`
 }
 
 func loadKustomization(t *testing.T) *kustomization {
@@ -276,15 +292,19 @@ func (m *manifests) configMap(t *testing.T) *corev1.ConfigMap {
 	return nil
 }
 
-func (m *manifests) secret(t *testing.T) *corev1.Secret {
+// secretExample is the documented example of the Secret, which no
+// kustomization applies.
+var secretExample = filepath.Join("examples", "secret.example.yaml")
+
+// exampleSecret decodes secretExample strictly: the keys the pods mount.
+func exampleSecret(t *testing.T) *corev1.Secret {
 	t.Helper()
-	if len(m.secrets) != 1 {
-		t.Fatalf("%d Secrets; want one example", len(m.secrets))
+	var s corev1.Secret
+	decodeFile(t, secretExample, &s)
+	if s.Kind != "Secret" || s.Name == "" || len(s.StringData) == 0 {
+		t.Fatalf("%s: kind %q, name %q, %d keys; want the Secret's keys", secretExample, s.Kind, s.Name, len(s.StringData))
 	}
-	for _, s := range m.secrets {
-		return s
-	}
-	return nil
+	return &s
 }
 
 // flagValue returns the value of --name in args ("--name v" or "--name=v").
@@ -319,17 +339,13 @@ func TestKustomizationResourcesExist(t *testing.T) {
 	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
 		t.Fatalf("kustomization.yaml: kind %q with %d resources", k.Kind, len(k.Resources))
 	}
-	m := loadManifests(t)
 	for _, r := range k.Resources {
 		if _, err := os.Stat(filepath.Join(manifestDir, r)); err != nil {
 			t.Errorf("kustomization resource %s: %v", r, err)
 		}
-		if _, ok := m.secrets[r]; ok {
-			t.Errorf("kustomization applies the example Secret %s", r)
-		}
 	}
 	for _, want := range []string{"cronjob.yaml", "configmap.yaml", "migrate-job.yaml",
-		"serve-deployment.yaml", "serve-service.yaml", "serve-pdb.yaml", "serve-networkpolicy.yaml"} {
+		"serve-deployment.yaml", "serve-service.yaml", "serve-pdb.yaml", "serve-networkpolicy.yaml", "namespace.yaml", "mail-networkpolicy.yaml"} {
 		if !slices.Contains(k.Resources, want) {
 			t.Errorf("kustomization resources %v: want %s", k.Resources, want)
 		}
@@ -632,7 +648,7 @@ func TestPodsUseConfigAndSecrets(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
 	help := helpOf(t)
-	cm, secret := m.configMap(t), m.secret(t)
+	cm, secret := m.configMap(t), exampleSecret(t)
 	for k := range cm.Data {
 		if strings.HasPrefix(k, "DIGEST_") && !help.env[k] {
 			t.Errorf("ConfigMap %s: digest --help lists no variable %s", cm.Name, k)
@@ -723,7 +739,7 @@ var ownerCommands = map[string]bool{"migrate": true, "prune": true}
 func TestMigrateRunsAsTheOwner(t *testing.T) {
 	t.Parallel()
 	m := loadManifests(t)
-	cm, secret := m.configMap(t), m.secret(t)
+	cm, secret := m.configMap(t), exampleSecret(t)
 	jobURL, err := url.Parse(cm.Data["DIGEST_DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)

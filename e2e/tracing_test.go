@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -27,12 +28,14 @@ import (
 )
 
 // collector is an OTLP/HTTP trace collector in the test: it decodes each
-// protobuf export and keeps its spans, with their service's name.
+// protobuf export and keeps its spans, with their service's name, and
+// the names of the metrics a run sends at its end (/v1/metrics).
 type collector struct {
 	URL     string
 	mu      sync.Mutex
 	spans   []*tracepb.Span
 	service []string
+	metrics []string
 }
 
 func newCollector(t *testing.T) *collector {
@@ -40,6 +43,10 @@ func newCollector(t *testing.T) *collector {
 	c := &collector{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/metrics" {
+			c.metricsExport(t, w, body)
+			return
+		}
 		var req coltracepb.ExportTraceServiceRequest
 		if err == nil {
 			err = proto.Unmarshal(body, &req)
@@ -68,6 +75,25 @@ func newCollector(t *testing.T) *collector {
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
 	return c
+}
+
+// metricsExport keeps the names of the metrics of one export.
+func (c *collector) metricsExport(t *testing.T, w http.ResponseWriter, body []byte) {
+	var req colmetricpb.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		t.Errorf("collector: metrics: %v", err)
+		http.Error(w, "bad export", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				c.metrics = append(c.metrics, m.GetName())
+			}
+		}
+	}
 }
 
 func (c *collector) collected() ([]*tracepb.Span, []string) {
@@ -142,6 +168,14 @@ func TestRunSendsItsSpansToAnOTLPCollector(t *testing.T) {
 		if s != "digest-e2e" {
 			t.Errorf("service.name %q, want OTEL_SERVICE_NAME's digest-e2e", s)
 		}
+	}
+	// The run's final metrics came too, once (cmd/digest's tests check
+	// their values).
+	c.mu.Lock()
+	metrics := c.metrics
+	c.mu.Unlock()
+	if n := strings.Count(strings.Join(metrics, " ")+" ", "digest_digests_total "); n != 1 {
+		t.Errorf("the collector got digest_digests_total %d times (metrics %v); want once, at the run's end", n, metrics)
 	}
 
 	byID := map[string]*tracepb.Span{}

@@ -84,6 +84,15 @@ apply too: OTEL_SDK_DISABLED=true (off), OTEL_SERVICE_NAME (default digest),
 OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_EXPORTER_OTLP_HEADERS.
 An unreachable collector never fails the run; its exit waits at most 5s to
 flush the spans (docs/operations.md, "Traces").
+
+Metrics: the final "run finished" record carries the run's metrics (its
+"metrics" object: every series a Pushgateway push has, by name), so a
+CronJob needs no Pushgateway to keep them. With DIGEST_PUSHGATEWAY_URL set
+they are pushed; with OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) set they are also sent once over
+OTLP/HTTP to <endpoint>/v1/metrics (OTEL_METRICS_EXPORTER=none: not).
+Both together take at most 10s after the run; a failure is logged and
+never changes the exit code (docs/operations.md, "Metrics and alerts").
 `
 
 func cmdRun(ctx context.Context, env *Env, args []string) error {
@@ -237,13 +246,14 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	if err := stopTrace(); err != nil {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}
-	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), checks)
 	err = runExit(sum, runErr)
 	if err == nil && checkErr != nil {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
-	recordRun(ctx, env, rs.pushgatewayURL, log, store, r, &cfg, sum, err)
+	rm := observeRun(ctx, env, log, store, r, &cfg, sum, err)
+	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	rm.publish(ctx, env, rs.pushgatewayURL, log)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
 	pushWeekOf(ctx, env, rs.pushgatewayURL, log, store, source, weekstatus.Query{Spec: cfg.Spec, Settle: cfg.Settle, SendEmpty: cfg.SendEmpty, Keys: keyring})
@@ -425,8 +435,9 @@ func sentInWeek(ctx context.Context, store ledger.Store, cfg *run.Config, log *s
 	}
 }
 
-// report logs the summary and, on a terminal, prints it as a table.
-func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent func() (int64, bool), checks []checkResult) {
+// report logs the summary and the run's final metrics (the series its
+// push carries) and, on a terminal, prints the summary as a table.
+func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent func() (int64, bool), final slog.LogValuer, checks []checkResult) {
 	msg := "run finished"
 	switch {
 	case cfg.Mode == run.ModeObserve:
@@ -437,7 +448,7 @@ func report(env *Env, log *slog.Logger, cfg *run.Config, sum run.Summary, sent f
 			msg = fmt.Sprintf("nothing to send: all %d digests of %s were already sent", n, cfg.Spec.Week)
 		}
 	}
-	attrs := []any{"week", cfg.Spec.Week.String(), "summary", sum}
+	attrs := []any{"week", cfg.Spec.Week.String(), "summary", sum, "metrics", final}
 	for _, c := range checks {
 		attrs = append(attrs, c.name+"_check", c.result)
 	}

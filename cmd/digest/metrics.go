@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/internal/otlpmetrics"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
 )
@@ -28,16 +31,28 @@ func withScheduleMetrics(ctx context.Context, reg *metrics.Registry) context.Con
 	return context.WithValue(ctx, scheduleMetricsKey{}, reg)
 }
 
-// recordRun records a finished run (normal end, deadline or SIGTERM) in
-// the schedule's registry, or pushes it to DIGEST_PUSHGATEWAY_URL when set.
-// A metrics failure is logged and never changes the run's exit code.
-func recordRun(ctx context.Context, env *Env, url string, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) {
-	reg, scheduled := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry)
-	if !scheduled && url == "" {
-		return
-	}
+// runMetrics are a finished run's final metrics: the registry its push
+// to the Pushgateway carries, the "metrics" object of its "run finished"
+// record (LogValue), and, with OpenTelemetry on, its OTLP metrics.
+type runMetrics struct {
+	reg      *metrics.Registry
+	run      metrics.Run
+	grouping []metrics.Label // the push's grouping labels
+	// deadline bounds reading the week's counts and publishing together
+	// (pushTimeout): after SIGTERM, the pod's grace period covers it.
+	deadline  time.Time
+	scheduled bool // "digest schedule" started the run: it serves the metrics
+}
+
+// observeRun records a finished run (normal end, deadline or SIGTERM)
+// with the ledger's counts of its week in a registry of its own, and in
+// the schedule's registry when "digest schedule" started it. A failure to
+// read the counts is logged and leaves their gauges out of the run's.
+func observeRun(ctx context.Context, env *Env, log *slog.Logger, store ledger.Store, r *run.Runner, cfg *run.Config, sum run.Summary, runErr error) *runMetrics {
+	m := &runMetrics{reg: metrics.New(), deadline: env.now().Add(pushTimeout),
+		grouping: []metrics.Label{{Name: "shard", Value: cfg.Shard.String()}, {Name: "week", Value: cfg.Spec.Week.String()}, {Name: "mode", Value: string(cfg.Mode)}}}
 	// After SIGTERM ctx is done, but the counts and the push still go out.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), m.deadline)
 	defer cancel()
 	run := metrics.Run{Summary: sum, Latency: r.ClaimLatency(), ExitCode: codeOf(runErr), Finished: env.now()}
 	if c, err := store.Counts(ctx, cfg.Spec.Week); err != nil {
@@ -45,16 +60,48 @@ func recordRun(ctx context.Context, env *Env, url string, log *slog.Logger, stor
 	} else {
 		run.Counts = &c
 	}
-	if !scheduled {
-		reg = metrics.New()
+	m.reg.ObserveRun(run)
+	m.run = run
+	if reg, ok := ctx.Value(scheduleMetricsKey{}).(*metrics.Registry); ok {
+		m.scheduled = true
+		reg.ObserveRun(run)
 	}
-	reg.ObserveRun(run)
-	if scheduled {
+	return m
+}
+
+// LogValue is the run's metrics as the "run finished" record's metrics
+// object: every series of the push by name (metrics.Values).
+func (m *runMetrics) LogValue() slog.Value {
+	v, err := m.reg.Values()
+	if err != nil {
+		return slog.StringValue("unavailable: " + err.Error())
+	}
+	return slog.AnyValue(v)
+}
+
+// publish pushes the run's metrics to DIGEST_PUSHGATEWAY_URL when set (a
+// run of "digest schedule" never pushes: the schedule serves them), and
+// sends them over OTLP/HTTP when the standard OpenTelemetry variables ask
+// for metrics (otlpmetrics.Enabled), within the same pushTimeout. A
+// metrics failure is logged and never changes the run's exit code.
+func (m *runMetrics) publish(ctx context.Context, env *Env, url string, log *slog.Logger) {
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), m.deadline)
+	defer cancel()
+	if !m.scheduled && url != "" {
+		if err := m.reg.Push(ctx, url, nil, m.grouping...); err != nil {
+			log.Error("metrics: push failed", "err", err)
+		}
+	}
+	if !otlpmetrics.Enabled(env.Getenv) {
 		return
 	}
-	grouping := []metrics.Label{{Name: "shard", Value: cfg.Shard.String()}, {Name: "week", Value: cfg.Spec.Week.String()}, {Name: "mode", Value: string(cfg.Mode)}}
-	if err := reg.Push(ctx, url, nil, grouping...); err != nil {
-		log.Error("metrics: push failed", "err", err)
+	attrs := make([]attribute.KeyValue, 0, len(m.grouping))
+	for _, l := range m.grouping {
+		attrs = append(attrs, attribute.String(l.Name, l.Value))
+	}
+	r := otlpmetrics.Run{Gatherer: m.reg.Gatherer(), Attributes: attrs, Start: m.run.Finished.Add(-m.run.Summary.Duration), End: m.run.Finished, Version: currentBuild().Version}
+	if err := otlpmetrics.Send(ctx, env.Getenv, r); err != nil {
+		log.Warn("metrics: not exported over OTLP; the run's result stands", "err", err)
 	}
 }
 

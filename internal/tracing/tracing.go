@@ -15,17 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/weeklydigest/digest/internal/otlpenv"
 	"github.com/weeklydigest/digest/run"
 )
 
@@ -40,13 +37,8 @@ const (
 // Enabled reports whether the standard variables ask for traces: an OTLP
 // endpoint is set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
 // OTEL_EXPORTER_OTLP_ENDPOINT), OTEL_SDK_DISABLED is not "true" and
-// OTEL_TRACES_EXPORTER is not "none". The Go SDK does not read
-// OTEL_SDK_DISABLED itself; the specification's meaning is honoured here.
-func Enabled(getenv func(string) string) bool {
-	return (getenv(envTracesEndpoint) != "" || getenv(envEndpoint) != "") &&
-		!strings.EqualFold(strings.TrimSpace(getenv(envDisabled)), "true") &&
-		!strings.EqualFold(strings.TrimSpace(getenv(envExporter)), "none")
-}
+// OTEL_TRACES_EXPORTER is not "none" (otlpenv.Enabled).
+func Enabled(getenv func(string) string) bool { return otlpenv.Enabled(getenv, "traces") }
 
 // Tracing is a tracer provider exporting spans in batches, in the
 // background, to one OTLP/HTTP endpoint.
@@ -78,45 +70,23 @@ func Start(ctx context.Context, getenv func(string) string, version string, log 
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter: %w", err)
 	}
-	// Later options win: the variables override the defaults.
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "digest"), attribute.String("service.version", version)),
-		resource.WithTelemetrySDK(), resource.WithFromEnv())
+	res, err := otlpenv.Resource(ctx, version)
 	if err != nil {
-		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+		return nil, err
 	}
 	t := &Tracing{provider: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}
 	otel.SetLogger(logr.FromSlogHandler(log.With("component", "opentelemetry").Handler()))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		if t.failed.Add(1) == 1 {
-			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", redactURL(endpoint), "err", err)
+			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", otlpenv.Redact(endpoint), "err", err)
 		}
 	}))
 	return t, nil
 }
 
 // tracesURL is where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it
-// is, or OTEL_EXPORTER_OTLP_ENDPOINT with the signal's path, /v1/traces,
-// appended (the specification's rule for the base endpoint).
-func tracesURL(getenv func(string) string) (string, error) {
-	name, v := envTracesEndpoint, getenv(envTracesEndpoint)
-	if v == "" {
-		name, v = envEndpoint, strings.TrimRight(getenv(envEndpoint), "/")+"/v1/traces"
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: want an http:// or https:// URL", name, redactURL(v))
-	}
-	return v, nil
-}
-
-// redactURL hides a URL's password: an endpoint may carry credentials.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable)"
-}
+// is, or OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended.
+func tracesURL(getenv func(string) string) (string, error) { return otlpenv.URL(getenv, "traces") }
 
 // Tracer returns the tracer a run reports its spans to.
 func (t *Tracing) Tracer() run.Tracer {

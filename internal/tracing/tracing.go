@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/run"
 )
 
@@ -76,7 +77,7 @@ func Start(ctx context.Context, getenv func(string) string, version string, log 
 	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
+		return nil, fmt.Errorf("OTLP exporter: %w", redact.Error(err, endpoint))
 	}
 	// Later options win: the variables override the defaults.
 	res, err := resource.New(ctx,
@@ -89,7 +90,7 @@ func Start(ctx context.Context, getenv func(string) string, version string, log 
 	otel.SetLogger(logr.FromSlogHandler(log.With("component", "opentelemetry").Handler()))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		if t.failed.Add(1) == 1 {
-			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", redactURL(endpoint), "err", err)
+			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", redact.URL(endpoint), "err", redact.Error(err, endpoint))
 		}
 	}))
 	return t, nil
@@ -105,17 +106,9 @@ func tracesURL(getenv func(string) string) (string, error) {
 	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: want an http:// or https:// URL", name, redactURL(v))
+		return "", fmt.Errorf("%s %q: want an http:// or https:// URL", name, redact.URL(v))
 	}
 	return v, nil
-}
-
-// redactURL hides a URL's password: an endpoint may carry credentials.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable)"
 }
 
 // Tracer returns the tracer a run reports its spans to.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 )
 
 // Exit codes. They are part of the interface: a CronJob's alerting and an
@@ -281,11 +282,18 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 type settingValue struct {
 	p    *string
 	kind string
+	// url: the setting is a URL (DIGEST_*_URL), which may hold a password
+	// or token: String, and so --help's default, shows it redacted. The
+	// command reads the value through p, never String.
+	url bool
 }
 
 func (v *settingValue) String() string {
 	if v == nil || v.p == nil {
 		return ""
+	}
+	if v.url {
+		return redact.URL(*v.p)
 	}
 	return *v.p
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weeklydigest/digest/digest"
 	"github.com/weeklydigest/digest/internal/metrics"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/sender/mailpit"
 	"github.com/weeklydigest/digest/sender/outbox"
 	"github.com/weeklydigest/digest/sender/smtp"
@@ -194,7 +195,7 @@ func verifyProvider(vs verifySettings, cfg *verify.Config) error {
 		if !ok {
 			return usagef("DIGEST_LOOKUP_URL: this look-up cannot count messages")
 		}
-		cfg.Provider, cfg.Name = counter, redactURL(vs.lookupURL)
+		cfg.Provider, cfg.Name = counter, redact.URL(vs.lookupURL)
 		cfg.Lister, _ = l.(verify.Lister)
 		// Each Mailpit search reply lists every tag of the mailbox: a
 		// search per key would cost the square of the week.

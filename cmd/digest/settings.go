@@ -190,7 +190,7 @@ func register(fs *flag.FlagSet, env *Env, command string) *settings {
 		if st.flag == "" {
 			continue
 		}
-		sv := &settingValue{p: &v, kind: settingKind(st)}
+		sv := &settingValue{p: &v, kind: settingKind(st), url: strings.HasSuffix(st.env, "_URL")}
 		fs.Var(sv, st.flag, st.help+" [$"+st.env+"]")
 		for old, name := range deprecatedFlags {
 			if name == st.flag {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/mail"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/ledger/postgres"
 	"github.com/weeklydigest/digest/ledger/sqlite"
@@ -163,7 +163,7 @@ func fromAddress(st *settings) (digest.Address, error) {
 // run would refuse.
 type mailerSettings struct {
 	lookup    digest.Lookup
-	lookupURL string       // DIGEST_LOOKUP_URL without credentials, for the log
+	lookupURL string       // DIGEST_LOOKUP_URL redacted (redact.URL), for the log
 	rate      float64      // DIGEST_RATE, messages per second
 	smtp      *smtp.Config // nil: the file outbox
 	outbox    outbox.Config
@@ -183,7 +183,7 @@ func readMailer(env *Env, st *settings, concurrency int, log *slog.Logger) (mail
 	if ms.lookup, err = openLookup(st); err != nil {
 		return ms, err
 	}
-	ms.lookupURL = redactURL(st.get("DIGEST_LOOKUP_URL"))
+	ms.lookupURL = redact.URL(st.get("DIGEST_LOOKUP_URL"))
 	if ms.rate, err = st.positiveFloat("DIGEST_RATE"); err != nil {
 		return ms, err
 	}
@@ -315,19 +315,6 @@ func checkMailer(ctx context.Context, lc ledgerConfig, ms mailerSettings, log *s
 
 // checkResult is one dry-run check, for the summary.
 type checkResult struct{ name, result string }
-
-// redactURL returns raw without user information and query (where
-// passwords and tokens go), or "" for "".
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-}
 
 // describeLedger names the ledger for the log, without secrets.
 func describeLedger(lc ledgerConfig) string {

@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/weeklydigest/digest/internal/redact"
 )
 
 // The variables every signal shares.
@@ -49,13 +51,9 @@ func URL(getenv func(string) string, signal string) (string, error) {
 	return v, nil
 }
 
-// Redact hides a URL's password: an endpoint may carry credentials.
-func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable)"
-}
+// Redact hides a URL's password and secret query parameters: an
+// endpoint may carry credentials (redact.URL).
+func Redact(s string) string { return redact.URL(s) }
 
 // Resource is the process's resource: service.name "digest" and
 // service.version version, unless OTEL_SERVICE_NAME or

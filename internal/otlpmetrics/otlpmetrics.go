@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 
 	"github.com/weeklydigest/digest/internal/otlpenv"
+	"github.com/weeklydigest/digest/internal/redact"
 )
 
 // Scope is the instrumentation scope of every metric sent: the package
@@ -83,7 +84,7 @@ func Send(ctx context.Context, getenv func(string) string, r Run) error {
 		err = serr
 	}
 	if err != nil {
-		return fmt.Errorf("export to %s: %w", otlpenv.Redact(endpoint), err)
+		return fmt.Errorf("export to %s: %w", otlpenv.Redact(endpoint), redact.Error(err, endpoint))
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/weeklydigest/digest/internal/otlpenv"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/run"
 )
 
@@ -68,7 +69,7 @@ func Start(ctx context.Context, getenv func(string) string, version string, log 
 	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %w", err)
+		return nil, fmt.Errorf("OTLP exporter: %w", redact.Error(err, endpoint))
 	}
 	res, err := otlpenv.Resource(ctx, version)
 	if err != nil {
@@ -78,7 +79,7 @@ func Start(ctx context.Context, getenv func(string) string, version string, log 
 	otel.SetLogger(logr.FromSlogHandler(log.With("component", "opentelemetry").Handler()))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		if t.failed.Add(1) == 1 {
-			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", otlpenv.Redact(endpoint), "err", err)
+			log.Warn("tracing: spans not exported (later failures are only counted); the run goes on", "endpoint", redact.URL(endpoint), "err", redact.Error(err, endpoint))
 		}
 	}))
 	return t, nil

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weeklydigest/digest/weekstatus"
 )
 
 // referenceFile is docs/reference.md, rendered from the code by
@@ -180,4 +182,32 @@ func lineDiff(got, want string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestRunbookHasASectionForEachVerdictAndExitCode: the runbook has one
+// heading per verdict of "digest status" and per exit code (the alerts'
+// sections are checked by deploy/monitoring_test.go), and stays a
+// runbook: at most runbookMaxLines lines.
+func TestRunbookHasASectionForEachVerdictAndExitCode(t *testing.T) {
+	t.Parallel()
+	const runbookMaxLines = 600
+	b, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(b)
+	for _, v := range []string{weekstatus.VerdictComplete, weekstatus.VerdictRemaining, weekstatus.VerdictReview,
+		weekstatus.VerdictNotRun, weekstatus.VerdictPartial} {
+		if !hasAnchor(body, v) {
+			t.Errorf("docs/runbook.md: no section for the verdict %s (a heading %q)", v, "### "+v)
+		}
+	}
+	for _, c := range []int{ExitOK, ExitFailure, ExitUsage, ExitIncomplete, ExitReview} {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^### Exit %d:`, c)).MatchString(body) {
+			t.Errorf("docs/runbook.md: no section for exit %d (a heading \"### Exit %d: …\")", c, c)
+		}
+	}
+	if n := strings.Count(body, "\n"); n > runbookMaxLines {
+		t.Errorf("docs/runbook.md has %d lines; a runbook is at most %d: move explanations to operations.md", n, runbookMaxLines)
+	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/weeklydigest/digest/internal/metrics"
 )
 
-const runbook = "../../docs/operations.md"
+// runbooks are the docs whose commands and names are checked: the
+// runbook, and operations.md, which explains what it tells you to run.
+var runbooks = []string{"../../docs/runbook.md", "../../docs/operations.md"}
 
 // runbookCommand is one "digest ..." command line of a runbook code block.
 type runbookCommand struct {
@@ -25,7 +27,7 @@ type runbookCommand struct {
 // blocks (```sh, or no language): lines (continuations joined) split into
 // commands at unquoted &&, ; and |, with leading VAR=value assignments and
 // # comments dropped.
-func runbookCommands(t *testing.T, text string) []runbookCommand {
+func runbookCommands(t *testing.T, runbook, text string) []runbookCommand {
 	t.Helper()
 	assignment := regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 	var out []runbookCommand
@@ -133,49 +135,53 @@ func helpFlags(t *testing.T, cmd string) map[string]bool {
 // (flags after "--" of schedule are run's).
 func TestRunbookCommandsAreReal(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(runbook)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds := runbookCommands(t, string(b))
 	known := map[string]bool{}
 	for _, c := range commands() {
 		known[c.name] = true
 	}
 	flagsOf := map[string]map[string]bool{}
 	seen := map[string]bool{}
-	for _, c := range cmds {
-		if len(c.args) == 0 || !known[c.args[0]] {
-			t.Errorf("%s:%d: digest %s: no such command", runbook, c.line, strings.Join(c.args, " "))
-			continue
+	found := 0
+	for _, runbook := range runbooks {
+		b, err := os.ReadFile(runbook)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sub := c.args[0]
-		seen[sub] = true
-		// The command itself, stopped by --help after its flags (before
-		// any "--"): an unknown flag or a missing value fails the parse.
-		withHelp := slices.Insert(slices.Clone(c.args), len(c.args), "--help")
-		if i := slices.Index(c.args, "--"); i >= 0 {
-			withHelp = slices.Insert(slices.Clone(c.args), i, "--help")
-		}
-		env := &Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
-		if code := Main(context.Background(), withHelp, env); code != ExitOK {
-			t.Errorf("%s:%d: digest %s: exit %d, want 0", runbook, c.line, strings.Join(withHelp, " "), code)
-		}
-		for _, a := range c.args[1:] {
-			if a == "--" {
-				sub = "run"
+		cmds := runbookCommands(t, runbook, string(b))
+		found += len(cmds)
+		for _, c := range cmds {
+			if len(c.args) == 0 || !known[c.args[0]] {
+				t.Errorf("%s:%d: digest %s: no such command", runbook, c.line, strings.Join(c.args, " "))
 				continue
 			}
-			name, ok := strings.CutPrefix(a, "-")
-			if !ok {
-				continue
+			sub := c.args[0]
+			seen[sub] = true
+			// The command itself, stopped by --help after its flags (before
+			// any "--"): an unknown flag or a missing value fails the parse.
+			withHelp := slices.Insert(slices.Clone(c.args), len(c.args), "--help")
+			if i := slices.Index(c.args, "--"); i >= 0 {
+				withHelp = slices.Insert(slices.Clone(c.args), i, "--help")
 			}
-			name, _, _ = strings.Cut(strings.TrimPrefix(name, "-"), "=")
-			if flagsOf[sub] == nil {
-				flagsOf[sub] = helpFlags(t, sub)
+			env := &Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
+			if code := Main(context.Background(), withHelp, env); code != ExitOK {
+				t.Errorf("%s:%d: digest %s: exit %d, want 0", runbook, c.line, strings.Join(withHelp, " "), code)
 			}
-			if !flagsOf[sub][name] {
-				t.Errorf("%s:%d: digest %s: %s has no flag %s", runbook, c.line, strings.Join(c.args, " "), sub, a)
+			for _, a := range c.args[1:] {
+				if a == "--" {
+					sub = "run"
+					continue
+				}
+				name, ok := strings.CutPrefix(a, "-")
+				if !ok {
+					continue
+				}
+				name, _, _ = strings.Cut(strings.TrimPrefix(name, "-"), "=")
+				if flagsOf[sub] == nil {
+					flagsOf[sub] = helpFlags(t, sub)
+				}
+				if !flagsOf[sub][name] {
+					t.Errorf("%s:%d: digest %s: %s has no flag %s", runbook, c.line, strings.Join(c.args, " "), sub, a)
+				}
 			}
 		}
 	}
@@ -183,7 +189,7 @@ func TestRunbookCommandsAreReal(t *testing.T) {
 	// nothing must not pass.
 	for _, sub := range []string{"migrate", "run", "status", "review", "key", "prune", "schedule", "preview", "send-test"} {
 		if !seen[sub] {
-			t.Errorf("%s shows no digest %s command (found %d commands)", runbook, sub, len(cmds))
+			t.Errorf("%v show no digest %s command (found %d commands)", runbooks, sub, found)
 		}
 	}
 }
@@ -193,6 +199,12 @@ func TestRunbookCommandsAreReal(t *testing.T) {
 // exports.
 func TestRunbookNamesAreReal(t *testing.T) {
 	t.Parallel()
+	for _, runbook := range runbooks {
+		checkRunbookNames(t, runbook)
+	}
+}
+
+func checkRunbookNames(t *testing.T, runbook string) {
 	b, err := os.ReadFile(runbook)
 	if err != nil {
 		t.Fatal(err)

@@ -153,9 +153,10 @@ type segment struct {
 }
 
 // delayLine copies src to dst, each chunk delay after it was read, and
-// counts the bytes written into n. At src's end it half-closes dst when
-// that is due; when writing fails it calls abort (which closes both
-// connections, so the other line ends too).
+// counts the bytes written into n. At src's end (EOF) it half-closes dst
+// when that is due; when reading src fails otherwise, or writing dst
+// fails, it calls abort (which closes both connections, so that the other
+// line ends too).
 func delayLine(src, dst net.Conn, delay time.Duration, n *atomic.Int64, abort func()) {
 	q := make(chan segment, delayQueue)
 	go func() {
@@ -169,6 +170,8 @@ func delayLine(src, dst net.Conn, delay time.Duration, n *atomic.Int64, abort fu
 			if err != nil {
 				if errors.Is(err, io.EOF) {
 					q <- segment{due: time.Now().Add(delay)}
+				} else {
+					abort() // reset or closed: end the other line too
 				}
 				return
 			}

@@ -149,3 +149,40 @@ func TestDelayProxyRefusesNoDelay(t *testing.T) {
 		t.Error("a delay of 0: no error")
 	}
 }
+
+// A client that resets its connection ends the server's too: the proxy
+// does not keep a half-dead relay open.
+func TestDelayProxyPassesOnAReset(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ended := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			ended <- err
+			return
+		}
+		defer c.Close()
+		_, err = io.Copy(io.Discard, c) // the server only reads: it ends when the proxy closes
+		ended <- err
+	}()
+	p := delayProxy(t, l.Addr().String(), time.Millisecond)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.(*net.TCPConn).SetLinger(0) // Close sends RST, not FIN
+	_ = c.Close()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's connection stayed open after the client's reset")
+	}
+}

@@ -247,12 +247,17 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}
 	err = runExit(sum, runErr)
+	refused := codeOf(err) == ExitUsage // before the dry run's check: that run went through
 	if err == nil && checkErr != nil {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
 	rm := observeRun(ctx, env, log, store, r, &cfg, sum, err)
-	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	if !refused {
+		// A refused run did nothing: its error (exit 2) is its one record,
+		// not a "run finished" of zeros before it.
+		report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	}
 	rm.publish(ctx, env, rs.pushgatewayURL, log)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)

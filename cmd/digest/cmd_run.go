@@ -74,6 +74,14 @@ Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
 trace FILE); the final "run finished" line's summary.stages says where each
 pipeline stage spent the run (docs/operations.md, "Where a run waits").
 
+Repeats: a summary with duplicates counts them by how long ago the digest
+was sent (observe mode: last observed), none of them sent again:
+repeat_under_5m (under five minutes: another run, or a retry of this
+CronJob, sent it just now; many of them mean two runs overlap),
+repeat_same_day (within 24 hours), repeat_later (within the replay
+horizon, DIGEST_REPLAY_HORIZON) and repeat_beyond_horizon (older than that: a week replayed so late that
+prune could have deleted its receipts).
+
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 set, the run sends OpenTelemetry spans over OTLP/HTTP: the run, each pass,
 each claim batch, start chunk and finish batch (a ledger call each), and a

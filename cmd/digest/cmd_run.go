@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/smtp"
@@ -397,7 +398,7 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store *ledger
 	if pool == nil {
 		var err error
 		if pool, err = pgxpool.New(ctx, st.DatabaseURL); err != nil {
-			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
+			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", redact.Error(err, st.DatabaseURL))
 		}
 		closePool = pool.Close
 	}

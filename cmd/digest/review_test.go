@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -116,5 +118,42 @@ func TestReviewShowTellsAReadableHistory(t *testing.T) {
 		if !strings.Contains(history, want) {
 			t.Errorf("history does not say %q:\n%s", want, history)
 		}
+	}
+}
+
+// Issue 35: after a customer's address changes under a sent digest, the
+// quarantine's history says the address changed, and shows neither
+// address.
+func TestQuarantineHistorySaysTheAddressChanged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "week.jsonl")
+	orig, err := os.ReadFile("../../examples/snapshot.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DIGEST_LEDGER_PATH": filepath.Join(dir, "l.db"), "DIGEST_OUTBOX_DIR": filepath.Join(dir, "o"), "DIGEST_HMAC_KEYS": testKeys, "DIGEST_TZ": "UTC"}
+	args := []string{"run", "--week", "2026-W48", "--snapshot", snap}
+	if code, _, errOut := runMain(t, vars, args...); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	const old, changed = "zoe.mueller@example.com", "zoe.new@example.com"
+	if err := os.WriteFile(snap, bytes.Replace(orig, []byte(old), []byte(changed), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runMain(t, vars, args...); code != ExitReview {
+		t.Fatalf("run after the address changed: exit %d, want %d\n%s", code, ExitReview, errOut)
+	}
+	_, key, _ := runMain(t, vars, "key", "--customer", "cust_0001", "--week", "2026-W48")
+	_, show, _ := runMain(t, vars, "review", "show", strings.TrimSpace(key))
+	line := lineOf(show, "to quarantined")
+	if !strings.Contains(line, "changed: address") || strings.Contains(line, "content") || strings.Contains(line, "name") {
+		t.Errorf("the quarantine's history does not say the address (only) changed: %q\n%s", line, show)
+	}
+	if strings.Contains(show, old) || strings.Contains(show, changed) {
+		t.Errorf("review show prints an address:\n%s", show)
 	}
 }

@@ -12,9 +12,10 @@
 -- @parts: per request, its fingerprint parts ('' unknown);
 -- @quarantined, @claimed, @taken_over, @claimed_again, @maybe_sent,
 -- @parts_unknown, @parts_changed, @parts_other: the history texts
--- (ledger's History* constants, see ledger.QuarantineDetail). Every time it compares or
--- stamps is the ledger's: the lease ends its length after now(), and a
--- claim is taken over once now() passes it, whatever the caller's clock.
+-- (ledger's History* constants, see ledger.QuarantineDetail). Every time
+-- it compares or stamps is the ledger's: the lease ends its length after
+-- now(), and a claim is taken over once now() passes it, whatever the
+-- caller's clock.
 -- It returns the ledger's time last (ledger.CallTimes).
 WITH target AS (
     SELECT q.idx, q.fingerprint, q.parts, q.week, q.run_id,

@@ -65,6 +65,7 @@ type ClaimRequest struct {
 	// created under Keys[0].
 	Keys        []Key
 	Fingerprint string        // Digest.Fingerprint
+	Parts       string        // Keyring.FingerprintParts: which part a quarantine changed; "" unknown
 	Week        ISOWeek       // stored for pruning and reporting
 	RunID       string        // transport identity, for the history only
 	Lease       time.Duration // how long the claim is exclusive

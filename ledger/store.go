@@ -21,6 +21,9 @@ type Store interface {
 	// WeekReceipts lists a week's unfinished receipts and its pins: a run
 	// that read the whole source ends the claims of customers not in it.
 	digest.WeekReceipts
+	// VersionCounter counts a week's sent receipts by content version:
+	// a run refuses to send a week again under a new version by accident.
+	digest.VersionCounter
 
 	// Migrate applies pending migrations. It is safe to run twice and from
 	// two processes at once.

@@ -47,7 +47,7 @@ var settingsTable = []setting{
 	{"DIGEST_TZ", "tz", "UTC", "time zone of the ISO weeks (Area/City or UTC, not Local); a week is pinned to the zone of its first run"},
 	{"DIGEST_SETTLE", "settle", "4h", "how long after a week's end (in DIGEST_TZ) its cutoff lies: activity recorded up to then is in the week's digests (rows are recorded after they occur: settlements, nightly imports). A run that sends refuses a week before it unless --early-cutoff; keep it below the schedule's offset from the week's end (the CronJob runs Monday 06:00)"},
 	{"DIGEST_TYPE", "type", "weekly_activity", "digest type (part of the business key)"},
-	{"DIGEST_VERSION", "version", "v1", "content version (part of the business key): bump it to send a week again with new content (--content-version: its old, deprecated name)"},
+	{"DIGEST_VERSION", "version", "v1", "content version (part of the business key): a new version is a new digest; a run of a week already sent under another version is refused unless --resend-as-new-version (--content-version: its old, deprecated name)"},
 	{"DIGEST_LOG_LEVEL", "log-level", "info", "debug, info, warn or error"},
 	{"DIGEST_PUSHGATEWAY_URL", "pushgateway-url", "", "Prometheus Pushgateway to push run, prune and verify metrics and the week's state (job digest_week) to at the end, e.g. http://pushgateway:9091; unset: no push"},
 	{"DIGEST_METRICS_ADDR", "metrics-addr", ":9090", "address where \"digest schedule\" serves /metrics and /healthz"},

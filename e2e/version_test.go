@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -76,6 +77,17 @@ func TestNewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 			}
 		}
 	}
+	// key --all and review show --customer list the receipt of each version.
+	var id string
+	if err := e.Pool.QueryRow(context.Background(), `SELECT c.customer_id FROM digest_customers c
+		WHERE EXISTS (SELECT 1 FROM digest_activity a WHERE a.customer_id = c.customer_id) ORDER BY 1 LIMIT 1`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	keys := e.MustRun("key", "--customer", id, "--week", "2026-W40", "--all")
+	wantLines(t, "key --all", keys.Stdout, `^k1:[0-9a-f]+ +v1 +sent$`, `^k1:[0-9a-f]+ +v2 +sent$`)
+	shown := e.MustRun("review", "show", "--customer", id, "--week", "2026-W40", "--version", "v2")
+	wantLines(t, "review show --customer", shown.Stdout, `^== weekly_activity v2$`, `^== weekly_activity v1$`,
+		`^version +weekly_activity v2$`, `^version +weekly_activity v1$`, `^2 receipts of 2026-W40 for this customer, one per version`)
 	text := e.MustRun("status", "--week", "2026-W40", "--version", "v2")
 	wantLines(t, "status", text.Stdout, fmt.Sprintf(`^customers under more than one version +%d: sent the week as v2 and as v1`, n),
 		`^sent +`+fmt.Sprint(n)+`$`)

@@ -183,6 +183,10 @@ type Receipt struct {
 	// AddressKey is the recipient's address key (an HMAC) of a receipt
 	// that failed permanently (digest.Finish.AddressKey); else empty.
 	AddressKey string
+	// Type and Version are the digest type and content version the
+	// receipt was claimed under (digest.ClaimRequest); empty for a
+	// receipt made before receipts stored them: unknown.
+	Type, Version string
 }
 
 // Sentness is whether a receipt's message reached the provider, as far as

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/ledger"
 )
 
 // versionReq is a claim of customer's digest under version (type
@@ -64,6 +65,24 @@ func testSentByVersion(t *testing.T, be Driver) {
 	}
 	if want := map[string]int64{"v1": 3, "v2": 2, "": 1}; !maps.Equal(got, want) {
 		t.Fatalf("sent by version %v, want %v", got, want)
+	}
+	// Show and List say each receipt's type and version ("" unknown).
+	if r, _ := show(t, s, versionReq(t, "c1", "v2").Keys[0]); r.Type != "weekly_activity" || r.Version != "v2" {
+		t.Fatalf("show: type %q version %q, want weekly_activity v2", r.Type, r.Version)
+	}
+	if r, _ := show(t, s, keys(t, "c6")[0]); r.Type != "" || r.Version != "" {
+		t.Fatalf("show of an older binary's receipt: type %q version %q, want none", r.Type, r.Version)
+	}
+	list, err := s.List(ctx, ledger.ListFilter{Week: week, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byVersion := map[string]int{}
+	for _, r := range list {
+		byVersion[r.Version]++
+	}
+	if want := map[string]int{"v1": 4, "v2": 3, "": 1}; !maps.Equal(byVersion, want) { // c4: monthly v1
+		t.Fatalf("list by version %v, want %v", byVersion, want)
 	}
 	none, err := s.SentByVersion(ctx, digest.ISOWeek{Year: week.Year, Week: week.Week + 2}, "weekly_activity")
 	if err != nil || len(none) != 0 {

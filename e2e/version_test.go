@@ -77,6 +77,27 @@ func TestNewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 			}
 		}
 	}
+	// verify checks each receipt's message, and counts customers.
+	vr := e.Run("verify", "--week", "2026-W40", "--json")
+	var vj struct {
+		Sent        int              `json:"sent"`
+		FoundOnce   int              `json:"found_once"`
+		ByVersion   map[string]int64 `json:"sent_by_version"`
+		Customers   *int64           `json:"customers_sent"`
+		MoreThanOne *int64           `json:"customers_more_than_one_version"`
+		ExitCode    int              `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(vr.Stdout), &vj); err != nil {
+		t.Fatalf("verify --json: %v\n%s%s", err, vr.Stdout, vr.Stderr)
+	}
+	if vr.Code != 0 || vj.Sent != 2*n || vj.FoundOnce != 2*n || vj.ByVersion["v1"] != int64(n) || vj.ByVersion["v2"] != int64(n) ||
+		vj.Customers == nil || *vj.Customers != int64(n) || vj.MoreThanOne == nil || *vj.MoreThanOne != int64(n) {
+		t.Fatalf("verify --json: exit %d; want %d receipts found once, %d customers, all under more than one version:\n%s%s", vr.Code, 2*n, n, vr.Stdout, vr.Stderr)
+	}
+	vt := e.MustRun("verify", "--week", "2026-W40")
+	wantLines(t, "verify", vt.Stdout, `^versions: the week's sent receipts are of 2 content versions of weekly_activity \(v1 `+fmt.Sprint(n)+`, v2 `+fmt.Sprint(n)+`\)`,
+		fmt.Sprintf(`^customers: %d sent under DIGEST_VERSION, %d of them under more than one version`, n, n))
+
 	// key --all and review show --customer list the receipt of each version.
 	var id string
 	if err := e.Pool.QueryRow(context.Background(), `SELECT c.customer_id FROM digest_customers c

@@ -73,7 +73,7 @@ var commandSettings = map[string][]string{
 		[]string{"DIGEST_LEASE", "DIGEST_CONCURRENCY", "DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
 	"migrate": join(ledgerSettings, []string{"DIGEST_LOG_LEVEL"}),
 	"status":  join(ledgerSettings, hmacSettings, weekSettings, []string{"DIGEST_REPLAY_HORIZON", "DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
-	"verify": join(ledgerSettings, lookupSettings, []string{"DIGEST_OUTBOX_DIR", "DIGEST_SMTP_URL", "DIGEST_TZ",
+	"verify": join(ledgerSettings, lookupSettings, hmacSettings, weekSettings, []string{"DIGEST_OUTBOX_DIR", "DIGEST_SMTP_URL",
 		"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
 	"review":      join(ledgerSettings, hmacSettings, lookupSettings, weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),
 	"repin":       join(ledgerSettings, hmacSettings, weekSettings, []string{"DIGEST_LOG_LEVEL", "DIGEST_PUSHGATEWAY_URL"}),

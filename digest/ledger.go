@@ -183,9 +183,9 @@ type WeekPin struct {
 	// later runs of the pin find it and need no flag again.
 	ResentAsNewVersion string
 	// ReceiptsByKeyID is filled on return only: the number of receipts of
-	// the ISO week by key id. Receipts do not store their digest type or
-	// content version, so the count covers every type and version of the
-	// week.
+	// the ISO week by key id, of every type and version: a key id stays
+	// while any receipt uses it (and receipts made before migration 00019
+	// do not say their type or version).
 	ReceiptsByKeyID map[string]int64
 }
 

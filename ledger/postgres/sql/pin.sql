@@ -30,7 +30,8 @@ SELECT as_of, zone, key_id, partial, repinned_from, coalesce(resend_detail, '') 
 WHERE digest_type = $1 AND iso_week = $2 AND version = $3;
 
 -- name: WeekPins
--- The pins (type, version) of week $1: receipts do not say which a key is of.
+-- The pins (type, version) of week $1 (receipts made before 00019 do not say
+-- which a key is of).
 SELECT digest_type, version FROM snapshot_pins WHERE iso_week = $1;
 
 -- name: Repin

@@ -268,9 +268,9 @@ type Ledger interface {
 // implement it.
 type VersionCounter interface {
 	// SentByVersion counts the receipts of week of type typ (or of an
-	// unknown type: made before receipts stored it) that were sent or may
-	// have been (sent_at set, maybe sent, held, or claimed with the send
-	// started), by content version; "" counts those whose version is
+	// unknown type: made before receipts stored it) that were sent or are
+	// in flight, so may be sent yet (sent_at set, maybe sent, held,
+	// claimed or retryable), by content version; "" counts those whose version is
 	// unknown. It reads the week's receipts: the run asks only when the
 	// week holds a pin of typ under another version.
 	SentByVersion(ctx context.Context, week ISOWeek, typ string) (map[string]int64, error)

@@ -39,7 +39,7 @@ func TestNewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 	if refused.Code != 2 {
 		t.Fatalf("run --version v2: exit %d, want 2\n%s%s", refused.Code, refused.Stdout, refused.Stderr)
 	}
-	for _, s := range []string{fmt.Sprintf("v1: %d sent or maybe sent", n), "--resend-as-new-version", "nothing was claimed"} {
+	for _, s := range []string{fmt.Sprintf("v1: %d sent or in flight", n), "--resend-as-new-version", "nothing was claimed"} {
 		if !strings.Contains(refused.Stderr, s) {
 			t.Fatalf("the refusal does not say %q:\n%s", s, refused.Stderr)
 		}

@@ -104,7 +104,7 @@ type Config struct {
 	// a second time. Without it such a run fails with *PrunedWeekError.
 	ResendPrunedWeek bool
 	// ResendAsNewVersion lets an enforce run send a week already sent (or
-	// maybe sent) under another content version of its type: every
+	// in flight) under another content version of its type: every
 	// customer gets the week again, under this version. Who and why are
 	// recorded on the pin, and later runs of the version go on without
 	// it. Nil: such a run fails with *VersionResendError.

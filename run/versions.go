@@ -24,7 +24,7 @@ type ResendAsNewVersion struct {
 // customer the week a second time. Nothing was pinned, claimed or sent.
 type VersionResendError struct {
 	Pin digest.SnapshotPin
-	// Others counts the week's sent and maybe-sent receipts of the type
+	// Others counts the week's sent and in-flight receipts of the type
 	// by version, this run's excluded; "" counts those of an unknown
 	// version (made before receipts stored it).
 	Others map[string]int64
@@ -36,7 +36,7 @@ func (e *VersionResendError) Error() string {
 }
 
 // VersionCounts says how many receipts each version sent, in version
-// order: "v1: 883 sent or maybe sent, unknown version: 2 ...".
+// order: "v1: 883 sent or in flight, unknown version: 2 ...".
 func VersionCounts(by map[string]int64) string {
 	var parts []string
 	for _, v := range slices.Sorted(maps.Keys(by)) {
@@ -44,7 +44,7 @@ func VersionCounts(by map[string]int64) string {
 		if v == "" {
 			name = "an unrecorded version (receipts made before receipts stored it)"
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d sent or maybe sent", name, by[v]))
+		parts = append(parts, fmt.Sprintf("%s: %d sent or in flight", name, by[v]))
 	}
 	return strings.Join(parts, "; ")
 }

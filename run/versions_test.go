@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,7 +38,7 @@ func TestRunOfANewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 	if !errors.As(err, &vr) || sum.Sent != 0 {
 		t.Fatalf("v2 without the flag: %+v %v, want a *VersionResendError and nothing sent", sum, err)
 	}
-	if want := fmt.Sprintf("v1: %d sent or maybe sent", f.want); !strings.Contains(err.Error(), want) || vr.Others["v1"] != int64(f.want) {
+	if want := fmt.Sprintf("v1: %d sent or in flight", f.want); !strings.Contains(err.Error(), want) || vr.Others["v1"] != int64(f.want) {
 		t.Fatalf("refusal %q (%v) does not say %q", err, vr.Others, want)
 	}
 	v2 := digest.SnapshotPin{Type: "weekly_activity", Week: runWeek, Version: "v2"}
@@ -68,5 +69,33 @@ func TestRunOfANewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 	// v1 again: the week now holds v2's receipts; refused the same way.
 	if _, err := version("v1", nil).Run(context.Background()); !errors.As(err, &vr) || vr.Others["v2"] != int64(f.want) {
 		t.Fatalf("v1 after v2: %v", err)
+	}
+}
+
+// Receipts made before receipts stored their version (an older binary's
+// run of v1) are of an unknown version: with v1 pinned for the week, a run
+// of v2 counts them as another version and is refused.
+func TestRunOfANewVersionCountsReceiptsOfAnUnknownVersion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 12)
+	p := newProvider()
+	if sum := f.run(f.runner(p, p, nil)); sum.Sent != f.want {
+		t.Fatalf("v1: %+v", sum)
+	}
+	db, err := sql.Open("sqlite", "file:"+f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE receipts SET digest_type = NULL, content_version = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.runner(p, p, func(c *run.Config) { c.Spec.Version = "v2" }).Run(context.Background())
+	var vr *run.VersionResendError
+	if !errors.As(err, &vr) || vr.Others[""] != int64(f.want) || !strings.Contains(err.Error(), "an unrecorded version") {
+		t.Fatalf("v2 over receipts of an unknown version: %v, want a refusal counting %d", err, f.want)
+	}
+	if accepted, _ := p.totals(); accepted != f.want {
+		t.Fatalf("%d accepted, want %d: the refused run sent", accepted, f.want)
 	}
 }

@@ -61,7 +61,7 @@ Examples:
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
-A week already sent (or maybe sent) under another DIGEST_VERSION of its
+A week already sent (or in flight) under another DIGEST_VERSION of its
 DIGEST_TYPE is refused (exit 2, nothing pinned or claimed), naming each
 version and how many it sent: a content version is a new digest, and the
 run would send every customer the week again. Only

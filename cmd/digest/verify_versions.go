@@ -17,7 +17,7 @@ import (
 // more than one content version of DIGEST_TYPE: each customer's version
 // is a message of its own, so receipts are not customers.
 type verifyVersions struct {
-	// SentByVersion counts the week's sent or maybe-sent receipts of the
+	// SentByVersion counts the week's sent or in-flight receipts of the
 	// type by version ("" unknown: made before receipts stored it).
 	SentByVersion map[string]int64 `json:"sent_by_version,omitempty"`
 	// CustomersSent and CustomersMoreThanOneVersion count customers, read

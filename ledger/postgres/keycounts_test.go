@@ -223,6 +223,7 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 	if _, err := p.UpTo(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
+	versionColumns(t, s)
 	if r, _, err := s.Show(ctx, sent[0]); err != nil || r.State != digest.StateSent {
 		t.Fatalf("a receipt after down and up again: %+v %v", r, err)
 	}

@@ -84,7 +84,7 @@ func (s *Store) WeekPins(ctx context.Context, week digest.ISOWeek) (_ []digest.S
 	return pins, nil
 }
 
-// SentByVersion counts week's sent or maybe-sent receipts of typ by
+// SentByVersion counts week's sent or in-flight receipts of typ by
 // content version (digest.VersionCounter).
 func (s *Store) SentByVersion(ctx context.Context, week digest.ISOWeek, typ string) (_ map[string]int64, err error) {
 	defer classify(&err)

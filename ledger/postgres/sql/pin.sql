@@ -62,11 +62,12 @@ RESET plan_cache_mode;
 
 -- name: SentByVersion
 -- Week $1's receipts of type $2 (or of no recorded type: made before
--- migration 00019) that were sent or may have been, by content version
+-- migration 00019) that were sent or are in flight (claimed, retryable or
+-- held: a run of that version may send them yet), by content version
 -- ('' for none recorded): what a run of another version would send a
 -- second time. Reads the week's partition; a run asks only when the week
 -- holds a pin of the type under another version.
 SELECT coalesce(content_version, ''), count(*) FROM receipts
 WHERE iso_week = $1 AND (digest_type = $2 OR digest_type IS NULL)
-  AND (sent_at IS NOT NULL OR maybe_sent OR state = 'held' OR (state = 'claimed' AND send_started))
+  AND (sent_at IS NOT NULL OR maybe_sent OR state IN ('held', 'claimed', 'retryable'))
 GROUP BY 1;

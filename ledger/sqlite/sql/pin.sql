@@ -43,5 +43,5 @@ SELECT DISTINCT key FROM observations WHERE key IN (SELECT value FROM json_each(
 -- See the PostgreSQL edition.
 SELECT coalesce(content_version, ''), count(*) FROM receipts
 WHERE iso_week = ?1 AND (digest_type = ?2 OR digest_type IS NULL)
-  AND (sent_at IS NOT NULL OR maybe_sent OR state = 'held' OR (state = 'claimed' AND send_started))
+  AND (sent_at IS NOT NULL OR maybe_sent OR state IN ('held', 'claimed', 'retryable'))
 GROUP BY 1;

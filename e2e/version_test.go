@@ -111,5 +111,5 @@ func TestNewVersionOnASentWeekIsRefusedUnlessAsked(t *testing.T) {
 		`^version +weekly_activity v2$`, `^version +weekly_activity v1$`, `^2 receipts of 2026-W40 for this customer, one per version`)
 	text := e.MustRun("status", "--week", "2026-W40", "--version", "v2")
 	wantLines(t, "status", text.Stdout, fmt.Sprintf(`^customers under more than one version +%d: sent the week as v2 and as v1`, n),
-		`^sent +`+fmt.Sprint(n)+`$`)
+		`^sent +`+fmt.Sprint(n)+`$`, `^resent as new version +resent as new version v2 by "ana": totals fixed \(OPS-7\); the week held v1: `+fmt.Sprint(n)+` sent or in flight$`)
 }

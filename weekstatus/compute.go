@@ -47,6 +47,7 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	asOf, kr, keyPinned := latest, q.Keys, false
 	if pinned {
 		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
+		ws.ResentAsNewVersion = pin.ResentAsNewVersion
 		asOf = pin.AsOf
 		ws.PartialCutoff, ws.EarlyPin = pin.Partial, run.EarlyPin(pin, w, spec.Location, q.Settle)
 		if !pin.RepinnedFrom.IsZero() {

@@ -66,6 +66,10 @@ type Report struct {
 	// run --resend-as-new-version); 0 without other versions.
 	OtherVersions               []string `json:"other_versions"`
 	CustomersMoreThanOneVersion int64    `json:"customers_more_than_one_version"`
+	// ResentAsNewVersion is what the pin keeps of a deliberate resend of
+	// the week as this version (who, why, the other versions' counts:
+	// digest.WeekPin.ResentAsNewVersion); empty when there was none.
+	ResentAsNewVersion string `json:"resent_as_new_version,omitempty"`
 
 	// CutoffOpen: the partial or early cutoff left activity out, or may
 	// yet (Week.CutoffOpen).

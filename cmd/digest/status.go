@@ -79,8 +79,9 @@ excluded_customers (null when the pin is not early), customers (by
 outcome), undecided, next_command, verdict (complete, remaining,
 partial_cutoff, needs_review or not_run_yet), exit_code, counted_from
 (ledger or source), source_reason (why the source was read),
-other_versions (the week's other versions of the type) and
-customers_more_than_one_version.
+other_versions (the week's other versions of the type),
+customers_more_than_one_version and resent_as_new_version (who resent the
+week as this version and why, as its pin keeps it; absent when nobody did).
 
 Last, the oldest row of each table prune keeps for a horizon (receipts:
 their oldest ISO week; observations, provider_events, soft_bounces), with
@@ -319,6 +320,9 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekstatus.Report, c ledger.Cou
 		fmt.Fprintf(tw, "observed, not sent\t%d: the cohort's remainder (or an observe run's); send them: digest run --week %s\n", n, ws.Week)
 	}
 	fmt.Fprintf(tw, "undecided\t%d\n", ws.Undecided)
+	if ws.ResentAsNewVersion != "" {
+		fmt.Fprintf(tw, "resent as new version\t%s\n", ws.ResentAsNewVersion)
+	}
 	if len(ws.OtherVersions) > 0 {
 		fmt.Fprintf(tw, "customers under more than one version\t%d: sent the week as %s and as %s (a resend as a new version: digest run --resend-as-new-version)\n",
 			ws.CustomersMoreThanOneVersion, ws.Version, strings.Join(ws.OtherVersions, " or "))

@@ -65,6 +65,7 @@ type ClaimRequest struct {
 	// created under Keys[0].
 	Keys        []Key
 	Fingerprint string  // Digest.Fingerprint
+	Parts       string  // Keyring.FingerprintParts: which part a quarantine changed; "" unknown
 	Week        ISOWeek // stored for pruning and reporting
 	// Type and Version are the digest type and content version of the
 	// keys (Identity.Type, Identity.Version): a new receipt stores them,
@@ -184,7 +185,7 @@ type WeekPin struct {
 	ResentAsNewVersion string
 	// ReceiptsByKeyID is filled on return only: the number of receipts of
 	// the ISO week by key id, of every type and version: a key id stays
-	// while any receipt uses it (and receipts made before migration 00019
+	// while any receipt uses it (and receipts made before migration 00020
 	// do not say their type or version).
 	ReceiptsByKeyID map[string]int64
 }

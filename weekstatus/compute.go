@@ -72,19 +72,19 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	if ws.OtherVersions, err = otherVersions(ctx, store, q.Spec); err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	why := "--customers: every customer read from the source"
+	why := "--customers asks for it"
 	if !q.Full {
-		why = "the week is not pinned"
+		why = "the week is not pinned yet; its first run pins it"
 		switch {
 		case !pinned:
 		case len(ws.OtherVersions) > 0:
 			why = "the week was also run under another version: each customer is matched under every version"
 		case !keyPinned:
-			why = "the pin's key is not in the keyring (or the pin has no key id)"
+			why = "the keyring lacks the pin's key id (or the pin has none); nothing to do, the count is exact"
 		case ws.PartialCutoff || ws.EarlyPin || latest.After(asOf):
-			why = "the cutoff is partial or early: what it excluded is read from the source"
+			why = "the cutoff is partial or early; digest repin moves it to the week's cutoff"
 		case ws.Pruned:
-			why = "the week was pruned"
+			why = "the week was pruned; nothing to do"
 		default:
 			ex, err := store.Expectations(ctx, digest.SnapshotPin{Type: q.Spec.Type, Week: w, Version: q.Spec.Version})
 			if err != nil {

@@ -326,10 +326,10 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 		return t.UTC().Format(time.RFC3339)
 	}
 	for _, kv := range [][2]string{
-		{"key", string(r.Key)}, {"state", string(r.State)}, {"sent", sentLine(r)}, {"week", r.Week}, {"version", versionLine(r)},
+		{"key", string(r.Key)}, {"state", string(r.State)}, {"message", sentLine(r)}, {"week", r.Week}, {"version", versionLine(r)},
 		{"fingerprint", r.Fingerprint},
 		{"conflicting fingerprint", r.ConflictFingerprint}, {"attempts", strconv.Itoa(r.Attempts)},
-		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"send started", ts(r.SendStartedAt)},
+		{"send started", ts(r.SendStartedAt)},
 		{"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
 		{"next attempt", ts(r.NextAttempt)}, {"sent at", ts(r.SentAt)}, {"provider ref", r.ProviderRef},
 		{"last error", oneLine(r.LastError)}, {"address key", r.AddressKey}, {"run", r.RunID},
@@ -341,15 +341,35 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 	if starts := sendStarts(events); len(starts) > 0 {
 		fmt.Fprintf(tw, "send starts\t%s\n", strings.Join(starts, ", "))
 	}
-	fmt.Fprintln(tw, "\nHISTORY\t")
-	for _, e := range events {
-		from := string(e.From)
-		if from == "" {
-			from = "(new)"
-		}
-		fmt.Fprintf(tw, "%s\t%s -> %s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), from, e.To, e.RunID, oneLine(e.Detail))
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return tw.Flush()
+	fmt.Fprintln(env.Stdout, "\nhistory, oldest first:")
+	for _, e := range events {
+		fmt.Fprintf(env.Stdout, "  %s  %s\n", e.At.UTC().Format(time.RFC3339), historyLine(e))
+	}
+	return nil
+}
+
+// historyLine tells one event of a receipt's history in words: the state
+// it moved to (and from), what happened, and the run that did it.
+func historyLine(e ledger.Event) string {
+	var line string
+	switch {
+	case e.From == "":
+		line = "new receipt, " + string(e.To)
+	case e.From == e.To:
+		line = "still " + string(e.To)
+	default:
+		line = string(e.From) + " to " + string(e.To)
+	}
+	if d := oneLine(e.Detail); d != "" && d != string(e.To) {
+		line += ": " + d
+	}
+	if e.RunID != "" {
+		line += " (run " + e.RunID + ")"
+	}
+	return line
 }
 
 // versionLine is the type and content version r was claimed under.

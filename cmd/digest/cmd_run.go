@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/smtp"
@@ -84,6 +85,14 @@ a week sent under another version, or a week before its cutoff without
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
 trace FILE); the final "run finished" line's summary.stages says where each
 pipeline stage spent the run (docs/operations.md, "Where a run waits").
+
+Repeats: a summary with duplicates counts them by how long ago the digest
+was sent (observe mode: last observed), none of them sent again:
+repeat_under_5m (under five minutes: another run, or a retry of this
+CronJob, sent it just now; many of them mean two runs overlap),
+repeat_same_day (within 24 hours), repeat_later (within the replay
+horizon, DIGEST_REPLAY_HORIZON) and repeat_beyond_horizon (older than that: a week replayed so late that
+prune could have deleted its receipts).
 
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 set, the run sends OpenTelemetry spans over OTLP/HTTP: the run, each pass,
@@ -266,12 +275,17 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}
 	err = runExit(sum, runErr)
+	refused := codeOf(err) == ExitUsage // before the dry run's check: that run went through
 	if err == nil && checkErr != nil {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
 	rm := observeRun(ctx, env, log, store, r, &cfg, sum, err)
-	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	if !refused {
+		// A refused run did nothing: its error (exit 2) is its one record,
+		// not a "run finished" of zeros before it.
+		report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	}
 	rm.publish(ctx, env, rs.pushgatewayURL, log)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
@@ -403,7 +417,7 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store *ledger
 	if pool == nil {
 		var err error
 		if pool, err = pgxpool.New(ctx, st.DatabaseURL); err != nil {
-			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
+			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", redact.Error(err, st.DatabaseURL))
 		}
 		closePool = pool.Close
 	}

@@ -333,9 +333,9 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekstatus.Report, c ledger.Cou
 		fmt.Fprintf(tw, "last run\t-\n")
 	}
 	if ws.CountedFrom == weekstatus.CountedFromSource {
-		fmt.Fprintf(tw, "counted from\tsource (%s)\n", ws.SourceReason)
+		fmt.Fprintf(tw, "counted from\tsource, every customer looked up, as %s\n", ws.SourceReason)
 	} else {
-		fmt.Fprintf(tw, "counted from\tledger (the runs' recorded reads of the source)\n")
+		fmt.Fprintf(tw, "counted from\tledger: the runs' recorded reads of the source against the receipts\n")
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", ws.Verdict)
 	if ws.NextCommand != "" {

@@ -66,6 +66,7 @@ var tests = []test{
 	{"SentIsFinal", testSentIsFinal},
 	{"RetryableNotDueThenDue", testRetryableNotDueThenDue},
 	{"FingerprintMismatchQuarantines", testFingerprintMismatchQuarantines},
+	{"QuarantineSaysWhichPartChanged", testQuarantineSaysWhichPartChanged},
 	{"RotatedKeyringFindsOlderKey", testRotatedKeyringFindsOlderKey},
 	{"InvalidRequests", testInvalidRequests},
 	{"ConcurrentOperationsOnOneStore", testConcurrentOperationsOnOneStore},

@@ -657,12 +657,12 @@ SELECT key, updated_at, previous_state, state, run_id, 'migrated' FROM receipts;
 	}
 	// And up again: the store's own migration (after 00006, each
 	// receipt has more columns: address_key, null, attention, computed
-	// from state, 00012, and digest_type and content_version, null,
-	// 00019).
+	// from state, 00012, fingerprint_parts, null, 00019, and digest_type
+	// and content_version, null, 00020).
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key, DROP COLUMN attention,
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key, DROP COLUMN attention, DROP COLUMN fingerprint_parts,
 		DROP COLUMN digest_type, DROP COLUMN content_version`); err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,9 @@ WHERE key = $1;
 -- conflicting fingerprint and keeping MaybeSent if a send may have started.
 UPDATE receipts SET previous_state = state, state = 'retryable',
     fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
+    -- The adopted fingerprint's parts are not kept: a later quarantine
+    -- says which part changed is not recorded.
+    fingerprint_parts = CASE WHEN conflict_fingerprint IS NULL THEN fingerprint_parts END,
     maybe_sent = maybe_sent OR send_started, send_started = false,
     next_attempt_at = $2, updated_at = $2
 WHERE key = $1;

@@ -17,10 +17,15 @@ UPDATE ledger_counters SET value = value + 1 WHERE name = 'claim_token' RETURNIN
 -- name: InsertClaimed
 -- A new receipt, claimed, with its digest type and content version
 -- (NULL for '').
-INSERT INTO receipts (key, key_id, state, fingerprint, attempts, claim_token,
+INSERT INTO receipts (key, key_id, state, fingerprint, fingerprint_parts, attempts, claim_token,
     lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at, digest_type, content_version)
-VALUES (:key, :key_id, 'claimed', :fingerprint, 1, :token, :lease, :now, :now, :run_id, :week, :now,
+VALUES (:key, :key_id, 'claimed', :fingerprint, nullif(:parts, ''), 1, :token, :lease, :now, :now, :run_id, :week, :now,
     nullif(:digest_type, ''), nullif(:content_version, ''));
+
+-- name: FingerprintParts
+-- The stored fingerprint parts of :key ('' when not recorded), for the
+-- history of its quarantine.
+SELECT coalesce(fingerprint_parts, '') FROM receipts WHERE key = :key;
 
 -- name: Quarantine
 -- Quarantines receipt :key for the conflicting fingerprint :fingerprint.

@@ -1,4 +1,4 @@
--- SQLite edition of postgres/00019_receipt_versions.sql: receipts store
+-- SQLite edition of postgres/00020_receipt_versions.sql: receipts store
 -- their digest type and content version (NULL before this migration:
 -- unknown), and a pin records a deliberate resend under a new version.
 

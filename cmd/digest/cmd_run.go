@@ -62,13 +62,24 @@ Examples:
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
+A week already sent (or in flight) under another DIGEST_VERSION of its
+DIGEST_TYPE is refused (exit 2, nothing pinned or claimed), naming each
+version and how many it sent: a content version is a new digest, and the
+run would send every customer the week again. Only
+--resend-as-new-version --reason TEXT [--by NAME] sends it; who, why and
+the other versions' counts are kept on the week's pin of this version,
+and later runs of that version go on without the flag. --mode observe
+warns instead. "digest status" and "digest verify" then count the
+customers who got the week under more than one version.
+
 A week whose receipts "digest prune" deleted is refused (exit 2, nothing
 claimed): without its receipts the run cannot tell what was sent. Only
 --resend-pruned-week runs it, and then every digest whose receipt was
 pruned is sent a second time.
 
 Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week,
-or a week before its cutoff without --early-cutoff),
+a week sent under another version, or a week before its cutoff without
+--early-cutoff),
 3 incomplete (retry later), 4 rows need review ("digest review list").
 
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
@@ -126,12 +137,19 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	traceFile := fs.String("trace", "", "diagnostic: write a Go execution trace of the run (runtime/trace) to FILE, for \"go tool trace FILE\"")
 	earlyCutoff := fs.Bool("early-cutoff", false, "send a week before its end plus DIGEST_SETTLE on purpose: pins now as a partial cutoff (status says so; activity recorded later is not sent). Default: refuse, exit 2")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
+	resendVersion := fs.Bool("resend-as-new-version", false, "send a week already sent under another DIGEST_VERSION of the type: EVERY CUSTOMER GETS THE WEEK AGAIN under this version (needs --reason; kept on the pin). Default: refuse, exit 2")
+	reason := fs.String("reason", "", "with --resend-as-new-version: why (required; kept on the week's pin)")
+	by := fs.String("by", env.Getenv("USER"), "with --resend-as-new-version: who (kept on the week's pin)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	resend, err := resendAsNewVersion(*resendVersion, *reason, *by)
+	if err != nil {
+		return err
 	}
 	rs, err := parseRun(st, env, *week, *mode, *shard, *cohort, *ambiguous)
 	if err != nil {
@@ -146,6 +164,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
 	cfg.ResendPrunedWeek = *resendPruned
+	cfg.ResendAsNewVersion = resend
 	cfg.AllowEmpty = *allowEmpty
 	cfg.EarlyCutoff = *earlyCutoff
 	if *earlyCutoff && cfg.Mode == run.ModeObserve {
@@ -407,14 +426,34 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store *ledger
 	return src, closePool, nil
 }
 
+// resendAsNewVersion reads --resend-as-new-version and its --reason and
+// --by: nil without the flag.
+func resendAsNewVersion(on bool, reason, by string) (*run.ResendAsNewVersion, error) {
+	switch {
+	case !on && strings.TrimSpace(reason) != "":
+		return nil, usagef("--reason goes with --resend-as-new-version")
+	case !on:
+		return nil, nil
+	case strings.TrimSpace(reason) == "":
+		return nil, usagef("--resend-as-new-version needs --reason: the week's pin keeps why")
+	case by == "":
+		by = "operator"
+	}
+	return &run.ResendAsNewVersion{By: by, Reason: reason}, nil
+}
+
 // runExit maps a run's result to the documented exit codes. A failure
 // outranks a review, which outranks an incomplete run: the next scheduled
 // run finishes an incomplete week by itself, a review needs a person.
 func runExit(sum run.Summary, err error) error {
 	var pruned *run.PrunedWeekError
+	var versions *run.VersionResendError
 	switch {
 	case errors.As(err, &pruned):
 		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
+	case errors.As(err, &versions):
+		return usagef("%v. To send every customer the week again under %s on purpose: digest run --week %s --version %s --resend-as-new-version --reason TEXT",
+			err, versions.Pin.Version, versions.Pin.Week, versions.Pin.Version)
 	case err != nil && isUsage(err):
 		return usagef("%v", err)
 	case errors.Is(err, run.ErrMailerUnreachable):

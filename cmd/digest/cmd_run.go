@@ -128,6 +128,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	deadline := fs.Duration("deadline", 30*time.Minute, "retry temporary failures that come due within this long from the start; 0: no retry pass")
 	grace := fs.Duration("grace", 20*time.Second, "on SIGTERM, how long sends under way may take to finish and be recorded")
 	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, or after taking over a crashed run's claim whose send had started, wait this long before asking the provider (providers list accepted messages with a lag)")
+	retryBackoff := fs.Duration("retry-backoff", 30*time.Second, "wait about this long (jittered: half of it to all of it) before retrying a temporary failure, doubling each retry up to 1h; a provider's Retry-After or a 4xx's requested time wins when later")
 	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
@@ -186,6 +187,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("--lookup-delay %s: want a positive duration", *lookupDelay)
 	}
 	cfg.LookupDelay = *lookupDelay
+	if *retryBackoff <= 0 || *retryBackoff > time.Hour {
+		return usagef("--retry-backoff %s: want a duration above 0 and at most 1h", *retryBackoff)
+	}
+	cfg.Backoff.Base = *retryBackoff
 	if *deadline < 0 {
 		return usagef("--deadline %s: want 0 or a positive duration", *deadline)
 	}

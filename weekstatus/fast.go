@@ -218,7 +218,7 @@ func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.St
 // another shard layout newer than the set's oldest.
 func expectationSet(in fastInput) ([]ledger.Expectation, string) {
 	if in.ex.OtherPins > 0 {
-		return nil, "the week has another digest type or version: receipts carry neither"
+		return nil, "the week has another digest type or version: its counts are every version's"
 	}
 	bySize := map[int][]ledger.Expectation{}
 	stale := 0

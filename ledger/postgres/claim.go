@@ -46,12 +46,15 @@ var (
 func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.StrictNamedArgs {
 	cands, fps, parts, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)), make([]string, len(reqs)),
 		make([]string, len(reqs)), make([]int64, len(reqs))
+	types, versions := make([]string, len(reqs)), make([]string, len(reqs))
 	for i, r := range reqs {
 		cands[i] = strings.Join(rules.KeyStrings(r.Keys), ",")
 		fps[i], parts[i], runs[i], leases[i] = r.Fingerprint, r.Parts, r.RunID, rules.Micros(r.Lease)
+		types[i], versions[i] = r.Type, r.Version
 	}
 	return pgx.StrictNamedArgs{
 		"candidates": cands, "fingerprints": fps, "parts": parts, "run_ids": runs, "leases": leases,
+		"types": types, "versions": versions,
 		"week": week, "clock": clock,
 		"quarantined": ledger.HistoryQuarantined, "claimed": ledger.HistoryClaimed,
 		"taken_over": ledger.HistoryTakenOver, "claimed_again": ledger.HistoryClaimedAgain,

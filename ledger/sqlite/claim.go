@@ -75,7 +75,8 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		key := r.Keys[0]
 		_, err = tx.ExecContext(ctx, insertClaimedSQL, sql.Named("key", string(key)), sql.Named("key_id", key.KeyID()),
 			sql.Named("fingerprint", r.Fingerprint), sql.Named("parts", r.Parts), sql.Named("token", token), sql.Named("lease", now.Add(r.Lease).UnixMicro()),
-			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()))
+			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()),
+			sql.Named("digest_type", r.Type), sql.Named("content_version", r.Version))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -111,7 +112,8 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
 		_, err = tx.ExecContext(ctx, claimAgainSQL, sql.Named("attempts", c.Attempts), sql.Named("token", token),
 			sql.Named("lease", now.Add(r.Lease).UnixMicro()), sql.Named("maybe_sent", c.MaybeSent), sql.Named("now", now.UnixMicro()),
-			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)))
+			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)),
+			sql.Named("digest_type", r.Type), sql.Named("content_version", r.Version))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}

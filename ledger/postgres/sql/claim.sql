@@ -5,7 +5,8 @@
 -- Decides a set of ClaimRequests, one row each, a single request as a
 -- set of one; no two requests share a candidate key (see rounds).
 -- @candidates: candidate keys of each request joined by ',' (current
--- first); @fingerprints, @run_ids, @leases (microseconds): per request;
+-- first); @fingerprints, @run_ids, @leases (microseconds), @types and
+-- @versions (the digest type and content version, '' for none): per request;
 -- @week: the ISO week of them all (one statement per week: the week as a
 -- constant reaches one partition of receipts when planned); @clock: the
 -- stand-in for the ledger's clock (NULL but in tests: now());
@@ -18,7 +19,7 @@
 -- caller's clock.
 -- It returns the ledger's time last (ledger.CallTimes).
 WITH target AS (
-    SELECT q.idx, q.fingerprint, q.parts, q.week, q.run_id,
+    SELECT q.idx, q.fingerprint, q.parts, q.week, q.run_id, q.digest_type, q.content_version,
         coalesce(@clock::timestamptz, now()) + q.lease * interval '1 microsecond' AS lease,
         coalesce(@clock::timestamptz, now()) AS now,
         -- The first candidate holding a receipt governs (an older key id
@@ -34,16 +35,18 @@ WITH target AS (
               ORDER BY c.n LIMIT 1),
             q.keys[1]) END AS key
     FROM (
-        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.parts, @week::text AS week, u.run_id, u.lease
-        FROM unnest(@candidates::text[], @fingerprints::text[], @parts::text[], @run_ids::text[], @leases::bigint[]) WITH ORDINALITY
-            AS u(cands, fingerprint, parts, run_id, lease, idx)
+        SELECT u.idx, string_to_array(u.cands, ',') AS keys, u.fingerprint, u.parts, @week::text AS week, u.run_id, u.lease,
+            nullif(u.digest_type, '') AS digest_type, nullif(u.content_version, '') AS content_version
+        FROM unnest(@candidates::text[], @fingerprints::text[], @parts::text[], @run_ids::text[], @leases::bigint[],
+            @types::text[], @versions::text[]) WITH ORDINALITY
+            AS u(cands, fingerprint, parts, run_id, lease, digest_type, content_version, idx)
     ) q
 ),
 claim AS (
     INSERT INTO receipts AS r (key, key_id, state, fingerprint, fingerprint_parts, attempts, claim_token,
-        lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
+        lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at, digest_type, content_version)
     SELECT t.key, split_part(t.key, ':', 1), 'claimed', t.fingerprint, nullif(t.parts, ''), 1, nextval('receipt_claim_token'),
-        t.lease, t.now, t.now, t.run_id, t.week, t.now
+        t.lease, t.now, t.now, t.run_id, t.week, t.now, t.digest_type, t.content_version
     -- In key order, bytewise as receipts.key compares (migration 00017):
     -- two claims over the same keys lock them in one order. The keys
     -- come from a parameter, of the database's collation, which may be a
@@ -69,7 +72,12 @@ claim AS (
         -- (ledger.ReceiptStory tells the first claim with it).
         first_run_id = coalesce(r.first_run_id, r.run_id),
         run_id = excluded.run_id,
-        updated_at = excluded.updated_at
+        updated_at = excluded.updated_at,
+        -- A receipt made before receipts stored their version (migration
+        -- 00020) is of the version whose key found it: the key is an HMAC
+        -- of the version.
+        digest_type = coalesce(r.digest_type, excluded.digest_type),
+        content_version = coalesce(r.content_version, excluded.content_version)
     -- Another fingerprint quarantines any receipt but a quarantined one
     -- and an acknowledged one (final: an operator closed it, and no
     -- content change reopens it).

@@ -5,7 +5,8 @@
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, ''),
+    coalesce(digest_type, ''), coalesce(content_version, '')
 FROM receipts
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR iso_week = ?2) AND key > ?3
 ORDER BY key LIMIT ?4;
@@ -15,7 +16,8 @@ ORDER BY key LIMIT ?4;
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, ''),
+    coalesce(digest_type, ''), coalesce(content_version, '')
 FROM receipts WHERE key = ?1;
 
 -- name: ShowEvents

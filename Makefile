@@ -1,4 +1,4 @@
-.PHONY: build release test bench run clean
+.PHONY: build release test check bench run clean
 
 # What "digest version" prints (cmd/digest/version.go): the version, the
 # commit and its time (the build time of a reproducible build). The
@@ -14,6 +14,9 @@ build: ## build ./bin/digest
 
 release: ## make release VERSION=vX.Y.Z: static linux/amd64 and linux/arm64 binaries and SHA256SUMS in dist/ (scripts/release)
 	./scripts/release $(VERSION)
+
+check: ## the edit loop: build, vet and the unit tests (go test -short: no PostgreSQL, Mailpit or browser; those tests skip)
+	go build ./... && go vet ./... && go test -short -count=1 ./...
 
 test: ## the whole suite: installs/starts PostgreSQL and Mailpit when missing
 	./scripts/test

@@ -64,10 +64,17 @@ type ClaimRequest struct {
 	// receipt already stored under another key governs; a new receipt is
 	// created under Keys[0].
 	Keys        []Key
-	Fingerprint string        // Digest.Fingerprint
-	Week        ISOWeek       // stored for pruning and reporting
-	RunID       string        // transport identity, for the history only
-	Lease       time.Duration // how long the claim is exclusive
+	Fingerprint string  // Digest.Fingerprint
+	Parts       string  // Keyring.FingerprintParts: which part a quarantine changed; "" unknown
+	Week        ISOWeek // stored for pruning and reporting
+	// Type and Version are the digest type and content version of the
+	// keys (Identity.Type, Identity.Version): a new receipt stores them,
+	// so that the ledger can count a week's sent receipts by version
+	// (VersionCounter), which the key, an HMAC, does not tell. Empty:
+	// not stored (an unknown version).
+	Type, Version string
+	RunID         string        // transport identity, for the history only
+	Lease         time.Duration // how long the claim is exclusive
 }
 
 // ClaimResult is the ledger's decision on one ClaimRequest.
@@ -169,10 +176,17 @@ type WeekPin struct {
 	// RepinnedFrom is where "digest repin" moved AsOf from; zero when the
 	// pin was never moved. Read only (PinSnapshot ignores it in proposed).
 	RepinnedFrom time.Time
+	// ResentAsNewVersion is set on the pin of a version whose week was
+	// already sent under another version of its type, and which a run
+	// sent anyway on purpose (run --resend-as-new-version): who, why,
+	// and what the week held under the other versions. Empty: no such
+	// resend. PinSnapshot stores proposed's once, on a pin that has none;
+	// later runs of the pin find it and need no flag again.
+	ResentAsNewVersion string
 	// ReceiptsByKeyID is filled on return only: the number of receipts of
-	// the ISO week by key id. Receipts do not store their digest type or
-	// content version, so the count covers every type and version of the
-	// week.
+	// the ISO week by key id, of every type and version: a key id stays
+	// while any receipt uses it (and receipts made before migration 00020
+	// do not say their type or version).
 	ReceiptsByKeyID map[string]int64
 }
 
@@ -247,6 +261,20 @@ type Ledger interface {
 
 	// SuppressionList: the run skips suppressed customers before claiming.
 	SuppressionList
+}
+
+// VersionCounter counts what a week sent under each content version of a
+// digest type, so that a run of a new version does not send the week a
+// second time by accident (run.VersionResendError). Both ledger stores
+// implement it.
+type VersionCounter interface {
+	// SentByVersion counts the receipts of week of type typ (or of an
+	// unknown type: made before receipts stored it) that were sent or are
+	// in flight, so may be sent yet (sent_at set, maybe sent, held,
+	// claimed or retryable), by content version; "" counts those whose version is
+	// unknown. It reads the week's receipts: the run asks only when the
+	// week holds a pin of typ under another version.
+	SentByVersion(ctx context.Context, week ISOWeek, typ string) (map[string]int64, error)
 }
 
 // ClaimEnder ends the claims no run will finish: a digest claimed (or

@@ -65,7 +65,7 @@ func TestAcknowledgeSentThenChangedEmptiesTheReviewQueue(t *testing.T) {
 		t.Fatalf("acknowledge said: %s", ack.Stdout)
 	}
 	show := e.MustRun("review", "show", key)
-	for _, s := range []string{"acknowledged", `"alice"`, "email changed after the send (OPS-19)", "quarantined -> acknowledged"} {
+	for _, s := range []string{"acknowledged", `"alice"`, "email changed after the send (OPS-19)", "quarantined to acknowledged"} {
 		if !strings.Contains(show.Stdout, s) {
 			t.Errorf("review show after acknowledge lacks %q:\n%s", s, show.Stdout)
 		}

@@ -197,3 +197,14 @@ func TestHelpShowsTypesAndOnlyTheFlagsACommandUses(t *testing.T) {
 		}
 	}
 }
+
+// --retry-backoff takes a duration above 0 and at most the 1h cap; any
+// other value is a usage error before anything is opened.
+func TestRunRefusesABadRetryBackoff(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"0s", "-1s", "2h"} {
+		if r := runClean(t, nil, "run", "--snapshot", "x.jsonl", "--week", "2026-W40", "--retry-backoff", bad); r.Code != 2 || !r.Says("--retry-backoff "+bad) {
+			t.Errorf("run --retry-backoff %s: exit %d, %q; want exit 2 naming the flag", bad, r.Code, r.Stderr)
+		}
+	}
+}

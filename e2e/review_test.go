@@ -37,7 +37,7 @@ func TestReviewHeldRowsMarkSentAndRelease(t *testing.T) {
 		}
 	}
 	show := e.MustRun("review", "show", string(keys[0]))
-	for _, s := range []string{"state", "held", "send started", "HISTORY", "crashed"} {
+	for _, s := range []string{"state", "held", "send started", "history, oldest first:", "crashed"} {
 		if !strings.Contains(show.Stdout, s) {
 			t.Fatalf("review show lacks %q:\n%s", s, show.Stdout)
 		}

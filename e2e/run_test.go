@@ -67,7 +67,7 @@ func TestKilledRunThenRerunSendsExactlyOnce(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	rerun := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", "2026-W40", "--deadline", "2m", "--lookup-delay", "1s")
+	rerun := e.RunEnv([]string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms"}, "run", "--week", "2026-W40", "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if rerun.Code != 0 {
 		t.Fatalf("rerun exit %d\n%s", rerun.Code, rerun.Stderr)
 	}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -19,6 +20,30 @@ const (
 	HistoryQuarantined  = "fingerprint differs from the stored one"         // a claim with another fingerprint
 	HistorySendStarted  = "send started"                                    // StartSending
 	HistoryReleased     = "released for resend"                             // Release of a held receipt, in Action.Detail
+)
+
+// QuarantineDetail is the history text of a quarantine: HistoryQuarantined
+// and which parts changed (digest.ChangedParts of the stored and the
+// claimed FingerprintParts), never their values. The PostgreSQL claim
+// statement writes the same text.
+func QuarantineDetail(stored, claimed string) string {
+	changed := digest.ChangedParts(stored, claimed)
+	switch {
+	case claimed == "":
+		return HistoryQuarantined // the claim told no parts (a caller without a keyring)
+	case stored == "":
+		return HistoryQuarantined + HistoryPartsUnknown
+	case len(changed) == 0:
+		return HistoryQuarantined + HistoryPartsChanged + HistoryPartsOther
+	}
+	return HistoryQuarantined + HistoryPartsChanged + strings.Join(changed, ", ")
+}
+
+// The texts QuarantineDetail appends to HistoryQuarantined.
+const (
+	HistoryPartsUnknown = "; which part changed is not recorded" // a receipt claimed before its parts were kept, or released from quarantine
+	HistoryPartsChanged = "; changed: "                          // then the parts' names (digest.PartNames), or HistoryPartsOther
+	HistoryPartsOther   = "another field"                        // no part's check differs
 )
 
 // ReleasedFromQuarantine is the history text, in Action.Detail, of the

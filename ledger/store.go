@@ -21,6 +21,9 @@ type Store interface {
 	// WeekReceipts lists a week's unfinished receipts and its pins: a run
 	// that read the whole source ends the claims of customers not in it.
 	digest.WeekReceipts
+	// VersionCounter counts a week's sent receipts by content version:
+	// a run refuses to send a week again under a new version by accident.
+	digest.VersionCounter
 
 	// Migrate applies pending migrations. It is safe to run twice and from
 	// two processes at once.
@@ -180,6 +183,10 @@ type Receipt struct {
 	// AddressKey is the recipient's address key (an HMAC) of a receipt
 	// that failed permanently (digest.Finish.AddressKey); else empty.
 	AddressKey string
+	// Type and Version are the digest type and content version the
+	// receipt was claimed under (digest.ClaimRequest); empty for a
+	// receipt made before receipts stored them: unknown.
+	Type, Version string
 }
 
 // Sentness is whether a receipt's message reached the provider, as far as

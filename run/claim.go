@@ -50,7 +50,10 @@ func (p *pass) claim(ctx, graceCtx context.Context, items <-chan []*item, claime
 		}
 		reqs := make([]digest.ClaimRequest, len(enforce))
 		for i, it := range enforce {
-			reqs[i] = digest.ClaimRequest{Keys: it.keys, Fingerprint: it.fingerprint, Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease}
+			// The parts only tell a quarantine which part changed: the
+			// pinned key's checks, the same in every run of the week.
+			reqs[i] = digest.ClaimRequest{Keys: it.keys, Fingerprint: it.fingerprint, Parts: r.pinnedKeys.FingerprintParts(&it.digest),
+				Week: cfg.Spec.Week, RunID: cfg.RunID, Lease: cfg.Lease, Type: cfg.Spec.Type, Version: cfg.Spec.Version}
 		}
 		bctx, span := cfg.Tracer.Start(graceCtx, spanClaimBatch, time.Time{}, slog.Int(attrBatchSize, len(reqs)))
 		t0, asked := time.Now(), cfg.Now()

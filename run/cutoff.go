@@ -69,10 +69,13 @@ func (r *Runner) refuseBeforeCutoff() error {
 // with EarlyCutoff before it; the first pin stands for every later run.
 // An observe run never pins: it reads the week's pin if there is one, else
 // the cutoff, or now if that is earlier.
-func (r *Runner) weekPin(ctx context.Context, pin digest.SnapshotPin) (digest.WeekPin, error) {
+//
+// resent, when not empty, is recorded on the pin: this run resends the
+// week under a new version on purpose (checkVersions).
+func (r *Runner) weekPin(ctx context.Context, pin digest.SnapshotPin, resent string) (digest.WeekPin, error) {
 	cfg := &r.Config
 	now, cutoff := cfg.Now(), Cutoff(cfg.Spec.Week, cfg.Spec.Location, cfg.Settle)
-	proposed := digest.WeekPin{AsOf: cutoff, Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID()}
+	proposed := digest.WeekPin{AsOf: cutoff, Zone: cfg.Spec.Location.String(), KeyID: r.Keyring.CurrentID(), ResentAsNewVersion: resent}
 	if now.Before(cutoff) {
 		proposed.AsOf, proposed.Partial = now, true
 	}

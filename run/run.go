@@ -103,6 +103,12 @@ type Config struct {
 	// pruned (a PruneTombstone): the digests whose receipts went are sent
 	// a second time. Without it such a run fails with *PrunedWeekError.
 	ResendPrunedWeek bool
+	// ResendAsNewVersion lets an enforce run send a week already sent (or
+	// in flight) under another content version of its type: every
+	// customer gets the week again, under this version. Who and why are
+	// recorded on the pin, and later runs of the version go on without
+	// it. Nil: such a run fails with *VersionResendError.
+	ResendAsNewVersion *ResendAsNewVersion
 	// LookupDelay is the least time between an ambiguous send and the
 	// look-up that decides it. Providers list an accepted message only
 	// after they have processed it; asked too early, they answer "not
@@ -323,10 +329,14 @@ func (r *Runner) run(ctx context.Context) (Summary, error) {
 		return r.counters.snapshot(), err
 	}
 	pin := digest.SnapshotPin{Type: cfg.Spec.Type, Week: cfg.Spec.Week, Version: cfg.Spec.Version}
+	resent, err := r.checkVersions(ctx, pin)
+	if err != nil {
+		return r.counters.snapshot(), err
+	}
 	if err := r.checkPruned(ctx, pin); err != nil {
 		return r.counters.snapshot(), err
 	}
-	weekPin, err := r.weekPin(ctx, pin)
+	weekPin, err := r.weekPin(ctx, pin, resent)
 	if err != nil {
 		return r.counters.snapshot(), err
 	}

@@ -3,6 +3,7 @@ package weekstatus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -46,6 +47,7 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	asOf, kr, keyPinned := latest, q.Keys, false
 	if pinned {
 		ws.Pinned, ws.AsOf, ws.Zone = true, &pin.AsOf, spec.Location.String()
+		ws.ResentAsNewVersion = pin.ResentAsNewVersion
 		asOf = pin.AsOf
 		ws.PartialCutoff, ws.EarlyPin = pin.Partial, run.EarlyPin(pin, w, spec.Location, q.Settle)
 		if !pin.RepinnedFrom.IsZero() {
@@ -67,17 +69,22 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	if err := lastRun(ctx, ws, store, digest.SnapshotPin{Type: q.Spec.Type, Week: w, Version: q.Spec.Version}); err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
-	why := "--customers: every customer read from the source"
+	if ws.OtherVersions, err = otherVersions(ctx, store, q.Spec); err != nil {
+		return nil, ledger.Counts{}, nil, err
+	}
+	why := "--customers asks for it"
 	if !q.Full {
-		why = "the week is not pinned"
+		why = "the week is not pinned yet; its first run pins it"
 		switch {
 		case !pinned:
+		case len(ws.OtherVersions) > 0:
+			why = "the week was also run under another version: each customer is matched under every version"
 		case !keyPinned:
-			why = "the pin's key is not in the keyring (or the pin has no key id)"
+			why = "the keyring lacks the pin's key id (or the pin has none); nothing to do, the count is exact"
 		case ws.PartialCutoff || ws.EarlyPin || latest.After(asOf):
-			why = "the cutoff is partial or early: what it excluded is read from the source"
+			why = "the cutoff is partial or early; digest repin moves it to the week's cutoff"
 		case ws.Pruned:
-			why = "the week was pruned"
+			why = "the week was pruned; nothing to do"
 		default:
 			ex, err := store.Expectations(ctx, digest.SnapshotPin{Type: q.Spec.Type, Week: w, Version: q.Spec.Version})
 			if err != nil {
@@ -102,7 +109,8 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 	}
 	ws.CountedFrom, ws.SourceReason = CountedFromSource, why
 	tl, err := Count(ctx, Input{Source: source, Spec: spec, AsOf: asOf, Latest: latest, Shard: q.Shard,
-		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Ledger: store, Pruned: ws.Pruned, Suppressions: store, Keyring: q.Keys})
+		SendEmpty: q.SendEmpty, Keys: kr.Candidates, Ledger: store, Pruned: ws.Pruned, Suppressions: store, Keyring: q.Keys,
+		OtherVersions: ws.OtherVersions})
 	if err != nil {
 		return nil, ledger.Counts{}, nil, err
 	}
@@ -119,11 +127,31 @@ func Compute(ctx context.Context, store ledger.Store, source digest.Source, q Qu
 		ws.ExcludedRows, ws.ExcludedCustomers = &tl.ExcludedRows, &tl.ExcludedCustomers
 		ws.CutoffOpen = tl.ExcludedRows > 0 || q.Now.Before(ws.Cutoff)
 	}
-	if !q.Shard.All() {
-		c.ByState = tl.ReceiptStates // the shard's digests', matched by key
+	if !q.Shard.All() || len(ws.OtherVersions) > 0 {
+		// The shard's digests', or this version's, matched by key: the
+		// week's counts hold every version's receipts.
+		c.ByState = tl.ReceiptStates
 	}
+	ws.CustomersMoreThanOneVersion = tl.MoreThanOneVersion
 	ws.Settle(c, ReceiptStates)
 	return ws, c, stones, nil
+}
+
+// otherVersions returns the other content versions of spec's type that
+// the week is pinned under, in order.
+func otherVersions(ctx context.Context, store ledger.Store, spec digest.Spec) ([]string, error) {
+	pins, err := store.WeekPins(ctx, spec.Week)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, p := range pins {
+		if p.Type == spec.Type && p.Version != spec.Version {
+			out = append(out, p.Version)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // lastRun adds how the last run of pin ended.

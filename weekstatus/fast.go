@@ -137,14 +137,14 @@ func fastCount(in fastInput) (fastTally, string) {
 	ghosts := map[digest.State]int64{}
 	for _, e := range set {
 		if e.NotBuilt > 0 {
-			return fastTally{}, fmt.Sprintf("shard %s had %d records not built: their receipts are not counted", e.Shard, e.NotBuilt)
+			return fastTally{}, fmt.Sprintf("shard %s had %d records not built; fix them (see the run's log) and run the shard again", e.Shard, e.NotBuilt)
 		}
 		if e.OtherKeyIDs > 0 {
-			return fastTally{}, fmt.Sprintf("%d receipts of the week are under another key id than the pin's", e.OtherKeyIDs)
+			return fastTally{}, fmt.Sprintf("%d receipts of the week are under another key id than the pin's; nothing to do", e.OtherKeyIDs)
 		}
 		for s, n := range e.Ghosts {
 			if n < 0 || n > 0 && !slices.Contains(terminal, s) {
-				return fastTally{}, fmt.Sprintf("%d receipts of customers not sent to are %s (shard %s)", n, s, e.Shard)
+				return fastTally{}, fmt.Sprintf("%d receipts of customers not sent to are %s (shard %s); digest review list shows them", n, s, e.Shard)
 			}
 			ghosts[s] += n
 		}
@@ -155,7 +155,7 @@ func fastCount(in fastInput) (fastTally, string) {
 	for s, n := range in.counts.ByState {
 		m := n - ghosts[s]
 		if m < 0 {
-			return fastTally{}, fmt.Sprintf("fewer %s receipts (%d) than recorded for customers not sent to (%d)", s, n, ghosts[s])
+			return fastTally{}, fmt.Sprintf("fewer %s receipts (%d) than the runs recorded for customers not sent to (%d); the next run records new reads", s, n, ghosts[s])
 		}
 		if m > 0 {
 			matched[s] = m
@@ -169,10 +169,10 @@ func fastCount(in fastInput) (fastTally, string) {
 	}
 	unmatched := send - receipts
 	if unmatched < 0 {
-		return fastTally{}, fmt.Sprintf("%d receipts for %d expected digests", receipts, send)
+		return fastTally{}, fmt.Sprintf("%d receipts for %d expected digests; the next run records new reads", receipts, send)
 	}
 	if unmatched > 0 && in.ex.Observed {
-		return fastTally{}, "customers without a receipt in a week with observations: observed or pending"
+		return fastTally{}, "customers without a receipt in a week with observations (observed or pending); a run that sends them settles it"
 	}
 	t := fastTally{customers: Counts{}, expected: send}
 	if !in.shard.All() {
@@ -192,11 +192,11 @@ func fastCount(in fastInput) (fastTally, string) {
 // Send customers have theirs in it.
 func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.State]int64, unmatched int64) (fastTally, string) {
 	if unmatched > 0 || len(matched) > 1 {
-		return fastTally{}, "one shard of a week not settled in one state: its receipts are not told apart from the other shards'"
+		return fastTally{}, "--shard of a week not settled in one state; status without --shard counts from the ledger"
 	}
 	i := slices.IndexFunc(set, func(e ledger.Expectation) bool { return e.Shard == sh.String() })
 	if i < 0 {
-		return fastTally{}, "no expectation recorded for shard " + sh.String()
+		return fastTally{}, "no run recorded its read of shard " + sh.String() + "; a run of that shard does"
 	}
 	e := set[i]
 	t := fastTally{customers: Counts{}, expected: e.Send, receiptStates: map[digest.State]int64{}}
@@ -205,7 +205,7 @@ func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.St
 		t.receiptStates[s] = e.Send
 	}
 	if e.Send > 0 && len(matched) == 0 {
-		return fastTally{}, "expected digests and no receipt"
+		return fastTally{}, "the runs expected digests and the ledger has no receipt; a run sends them"
 	}
 	t.customers[Suppressed] += e.Suppressed
 	t.customers[SkippedEmpty] += e.Empty
@@ -218,7 +218,7 @@ func shardCount(sh digest.Shard, set []ledger.Expectation, matched map[digest.St
 // another shard layout newer than the set's oldest.
 func expectationSet(in fastInput) ([]ledger.Expectation, string) {
 	if in.ex.OtherPins > 0 {
-		return nil, "the week has another digest type or version: receipts carry neither"
+		return nil, "the week has another digest type or version: its counts are every version's"
 	}
 	bySize := map[int][]ledger.Expectation{}
 	stale := 0
@@ -262,9 +262,9 @@ func expectationSet(in fastInput) ([]ledger.Expectation, string) {
 	}
 	if best == nil {
 		if stale > 0 {
-			return nil, "the recorded expectations are of another cutoff, key, zone or --send-empty than the week's pin (repinned, or a new keyring): a run records new ones"
+			return nil, "the runs' recorded reads are of another cutoff, key, zone or --send-empty than the pin (a repin or a new keyring); the next run records new ones"
 		}
-		return nil, "no run recorded what it read for every shard of the pin, after the newest read of another shard layout"
+		return nil, "the newest shard layout has shards no run recorded; run them, or the whole week once"
 	}
 	return best, ""
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"iter"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/weeklydigest/digest/digest"
@@ -138,4 +140,23 @@ func (s *twoReads) Records(_ context.Context, q digest.SourceQuery) iter.Seq2[di
 			}
 		}
 	}
+}
+
+// syntheticFile writes n synthetic customers of week to a snapshot file
+// and opens it, returning the records too.
+func syntheticFile(t *testing.T, n int, week digest.ISOWeek) ([]digest.Record, *snapshot.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var records []digest.Record
+	for r := range snapshot.Synthetic(n, week, 1) {
+		records = append(records, r)
+	}
+	if err := writeFile(path, records); err != nil {
+		t.Fatal(err)
+	}
+	src, err := snapshot.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records, src
 }

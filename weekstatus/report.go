@@ -59,6 +59,17 @@ type Report struct {
 	// SourceReason says why the source was read.
 	CountedFrom  string `json:"counted_from"`
 	SourceReason string `json:"source_reason,omitempty"`
+	// OtherVersions are the week's other content versions of the type
+	// (pinned by their runs), in order; empty when it has none.
+	// CustomersMoreThanOneVersion counts the customers sent the week
+	// under more than one of them and Version (a resend as a new version,
+	// run --resend-as-new-version); 0 without other versions.
+	OtherVersions               []string `json:"other_versions"`
+	CustomersMoreThanOneVersion int64    `json:"customers_more_than_one_version"`
+	// ResentAsNewVersion is what the pin keeps of a deliberate resend of
+	// the week as this version (who, why, the other versions' counts:
+	// digest.WeekPin.ResentAsNewVersion); empty when there was none.
+	ResentAsNewVersion string `json:"resent_as_new_version,omitempty"`
 
 	// CutoffOpen: the partial or early cutoff left activity out, or may
 	// yet (Week.CutoffOpen).

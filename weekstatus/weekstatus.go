@@ -134,6 +134,11 @@ type Input struct {
 	// suppressed (a run never claims it), not pending. Nil: not asked.
 	Suppressions digest.SuppressionList
 	Keyring      *digest.Keyring
+	// OtherVersions are the other content versions of Spec.Type pinned
+	// for the week: each digest's receipts under them are looked up too,
+	// to count the customers sent the week under more than one version
+	// (Tally.MoreThanOneVersion).
+	OtherVersions []string
 }
 
 // WeekLookup is what Count asks the ledger (ledger.Store has both) of
@@ -163,6 +168,10 @@ type Tally struct {
 	// ReceiptStates counts the receipts of the digests counted (those
 	// matched to a customer of the shard) by state.
 	ReceiptStates map[digest.State]int64
+	// MoreThanOneVersion counts the customers with a sent receipt of the
+	// week under more than one of Spec.Version and Input.OtherVersions:
+	// sent the week more than once, as a new version.
+	MoreThanOneVersion int64
 }
 
 // Count reads the source as of in.AsOf (and, when in.Latest is later,
@@ -239,6 +248,7 @@ func Count(ctx context.Context, in Input) (Tally, error) {
 	}
 	t.Expected -= st.listed
 	t.ReceiptStates = st.states
+	t.MoreThanOneVersion = st.multi
 	return t, nil
 }
 
@@ -343,6 +353,7 @@ type settling struct {
 	customers Counts
 	states    map[digest.State]int64
 	listed    int64 // digests without a receipt on the suppression list
+	multi     int64 // customers sent the week under more than one version
 }
 
 // pageDigest is what settle needs of a digest a run would send.
@@ -391,14 +402,33 @@ func (st *settling) settle(ctx context.Context, page []pageDigest) error {
 	}
 	in := st.in
 	cands := make([][]digest.Key, len(page))
+	others := make([][][]digest.Key, len(page)) // by digest, by other version
 	var keys []digest.Key
 	for i, d := range page {
 		cands[i] = in.Keys(d.id)
 		keys = append(keys, cands[i]...)
+		for _, v := range in.OtherVersions {
+			id := d.id
+			id.Version = v
+			ks := in.Keys(id)
+			others[i] = append(others[i], ks)
+			keys = append(keys, ks...)
+		}
 	}
 	states, err := in.Ledger.WeekStates(ctx, in.Spec.Week, keys)
 	if err != nil {
 		return fmt.Errorf("read the week's receipts: %w", err)
+	}
+	for i, ks := range cands {
+		sent := 0
+		for _, vs := range append([][]digest.Key{ks}, others[i]...) {
+			if s, ok := receiptOf(states, vs); ok && s == digest.StateSent {
+				sent++
+			}
+		}
+		if sent > 1 {
+			st.multi++
+		}
 	}
 	var (
 		unsent [][]digest.Key // the candidates of the digests without a receipt

@@ -160,18 +160,7 @@ func TestCountAccountsForEveryCustomer(t *testing.T) {
 func TestCountLooksUpTheLedgerAPageAtATime(t *testing.T) {
 	t.Parallel()
 	week := digest.ISOWeek{Year: 2026, Week: 40}
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	var records []digest.Record
-	for r := range snapshot.Synthetic(2600, week, 1) {
-		records = append(records, r)
-	}
-	if err := writeFile(path, records); err != nil {
-		t.Fatal(err)
-	}
-	src, err := snapshot.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	records, src := syntheticFile(t, 2600, week)
 	kr, err := digest.ParseKeyring("k2:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=,k1:HxwdHhscGRoXGBUWExQREg8QDQ4LDAkKBwgFBgMEAQI=")
 	if err != nil {
 		t.Fatal(err)

@@ -244,3 +244,24 @@ func TestClosestFlag(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35: a run refused with exit 2 (here: another time zone than the
+// one the week's first run pinned) logs its refusal only, not a "run
+// finished" record of zeros before it.
+func TestRefusedRunLogsItsRefusalOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	vars := map[string]string{"DIGEST_LEDGER_PATH": dir + "/l.db", "DIGEST_OUTBOX_DIR": dir + "/o", "DIGEST_TZ": "UTC", "DIGEST_LOG_LEVEL": "info"}
+	args := []string{"run", "--week", "2026-W48", "--snapshot", "../../examples/snapshot.jsonl"}
+	if code, _, errOut := runMain(t, vars, args...); code != ExitOK {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	vars["DIGEST_TZ"] = "Europe/Berlin"
+	code, _, errOut := runMain(t, vars, args...)
+	if code != ExitUsage || !strings.Contains(errOut, "pinned to time zone UTC") {
+		t.Fatalf("second run: exit %d, want 2 naming the pinned zone\n%s", code, errOut)
+	}
+	if strings.Contains(errOut, "run finished") {
+		t.Errorf("a refused run logged a \"run finished\" record:\n%s", errOut)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"text/tabwriter"
 
 	"github.com/weeklydigest/digest/digest"
 )
@@ -16,7 +17,10 @@ customer|week|type|version under the current key of the keyring. The ledger
 stores only this key, never the customer id; support staff use it to find a
 receipt ("digest review show KEY"). With --all, prints the key under every
 key id of the keyring, current first (a receipt made before a rotation is
-stored under an older one).
+stored under an older one), for DIGEST_VERSION and then for every other
+content version of DIGEST_TYPE the week was run as (read from the ledger's
+pins: a resend as a new version leaves a receipt of each), one line each:
+KEY, the version, and the receipt's state or "no receipt".
 
 With --address, prints the key of an email address (KID:HEX, the HMAC of
 "address|" and the address in lower case): the address_key a permanent
@@ -28,7 +32,7 @@ Examples:
   digest key --address zoe.mueller@example.com
 `
 
-func cmdKey(_ context.Context, env *Env, args []string) error {
+func cmdKey(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "key", keyHelp)
 	st := register(fs, env, "key")
 	customer := fs.String("customer", "", "customer id (required)")
@@ -71,10 +75,39 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, kr.Key(id))
 		return nil
 	}
-	for _, k := range kr.Candidates(id) {
-		fmt.Fprintln(env.Stdout, k)
+	return keyAll(ctx, env, ks, kr, id)
+}
+
+// keyAll prints id's keys under every key id, for its version and every
+// other version of its type pinned for its week, with each receipt's state.
+func keyAll(ctx context.Context, env *Env, ks keySettings, kr *digest.Keyring, id digest.Identity) error {
+	store, err := openLedger(ctx, env, ks.ledger, newLogger(env, ks.level))
+	if err != nil {
+		return err
 	}
-	return nil
+	defer store.Close()
+	versions, err := weekVersions(ctx, store, id.Week, id.Type, id.Version)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	for _, v := range versions {
+		vid := id
+		vid.Version = v
+		cands := kr.Candidates(vid)
+		states, err := store.WeekStates(ctx, id.Week, cands)
+		if err != nil {
+			return err
+		}
+		for _, k := range cands {
+			state := "no receipt"
+			if s, ok := states[k]; ok {
+				state = string(s)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", k, v, state)
+		}
+	}
+	return tw.Flush()
 }
 
 // keySettings are the settings of "digest key": the keyring and the

@@ -19,6 +19,7 @@ import (
 const reviewHelp = `Usage:
   digest review list [--state held|quarantined] [--week YYYY-Www] [--limit N] [--json]
   digest review show KEY
+  digest review show --customer ID --week YYYY-Www
   digest review release KEY --reason TEXT [--accept-duplicates] [--by NAME]
   digest review release --week YYYY-Www --state held|quarantined --reason TEXT [--accept-duplicates] [--by NAME]
   digest review mark-sent KEY --ref PROVIDER_REF --reason TEXT [--by NAME]
@@ -49,7 +50,13 @@ failed" shows a failed receipt's address key (a bounce: see the runbook's
 suppression).
 
 "show" prints when the send started (kept across takeovers) and every
-send start in the history: search the provider from the first. With
+send start in the history: search the provider from the first, and the
+digest type and content version the receipt was claimed under ("unknown"
+for one made before receipts stored them). "show --customer ID --week W"
+shows the customer's receipt of the week under DIGEST_VERSION and under
+every other version of DIGEST_TYPE the week was run as (a resend as a new
+version, run --resend-as-new-version, leaves one of each), each found by
+its key under any key id of the keyring. With
 --week instead of a KEY, release and mark-sent act on every receipt of
 that week: release and acknowledge those in --state; mark-sent
 --from-provider asks the look-up (DIGEST_LOOKUP_URL, from the environment)
@@ -73,6 +80,7 @@ release that refused maybe-sent receipts: it says how many), 2 usage.
 Examples:
   digest review list
   digest review show k1:3f2a...
+  digest review show --customer customer_8421 --week 2026-W48
   digest review release k1:3f2a... --reason "not in provider logs (ticket OPS-142)" --accept-duplicates
   digest review mark-sent k1:3f2a... --ref 0a1b2c --reason "found in provider activity"
   digest review mark-sent --week 2026-W48 --from-provider --reason "provider outage OPS-150"
@@ -97,6 +105,7 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	acceptDuplicates := fs.Bool("accept-duplicates", false, "release: also release held (maybe-sent) receipts no look-up found missing at the provider; their customers may get the digest twice")
 	fromProvider := fs.Bool("from-provider", false, "mark-sent --week: ask the look-up (DIGEST_LOOKUP_URL) about every held receipt of the week")
 	asJSON := fs.Bool("json", false, "list: print JSON (for scripts) instead of a table")
+	customer := fs.String("customer", "", "show, with --week instead of a KEY: the customer's receipts of the week under every content version")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -113,6 +122,12 @@ func cmdReview(ctx context.Context, env *Env, args []string) error {
 	rv.ledger.changes = acts // list and show only read
 	if acts && len(rest) == 0 && *week != "" {
 		return reviewWeek(ctx, env, rv, sub, *week, *state, *reason, *by, *ref, *fromProvider, *unsent, *acceptDuplicates)
+	}
+	if *customer != "" {
+		if sub != "show" || len(rest) > 0 || *week == "" {
+			return usagef("--customer goes with show and --week, instead of a KEY")
+		}
+		return reviewShowCustomer(ctx, env, st, rv, *customer, *week)
 	}
 	var key digest.Key
 	if sub != "list" {
@@ -311,9 +326,10 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 		return t.UTC().Format(time.RFC3339)
 	}
 	for _, kv := range [][2]string{
-		{"key", string(r.Key)}, {"state", string(r.State)}, {"sent", sentLine(r)}, {"week", r.Week}, {"fingerprint", r.Fingerprint},
+		{"key", string(r.Key)}, {"state", string(r.State)}, {"message", sentLine(r)}, {"week", r.Week}, {"version", versionLine(r)},
+		{"fingerprint", r.Fingerprint},
 		{"conflicting fingerprint", r.ConflictFingerprint}, {"attempts", strconv.Itoa(r.Attempts)},
-		{"maybe sent", strconv.FormatBool(r.MaybeSent)}, {"send started", ts(r.SendStartedAt)},
+		{"send started", ts(r.SendStartedAt)},
 		{"first claimed", ts(r.FirstClaimed)}, {"last attempt", ts(r.LastAttempt)},
 		{"next attempt", ts(r.NextAttempt)}, {"sent at", ts(r.SentAt)}, {"provider ref", r.ProviderRef},
 		{"last error", oneLine(r.LastError)}, {"address key", r.AddressKey}, {"run", r.RunID},
@@ -325,15 +341,98 @@ func reviewShow(ctx context.Context, env *Env, store ledger.Store, key digest.Ke
 	if starts := sendStarts(events); len(starts) > 0 {
 		fmt.Fprintf(tw, "send starts\t%s\n", strings.Join(starts, ", "))
 	}
-	fmt.Fprintln(tw, "\nHISTORY\t")
-	for _, e := range events {
-		from := string(e.From)
-		if from == "" {
-			from = "(new)"
-		}
-		fmt.Fprintf(tw, "%s\t%s -> %s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), from, e.To, e.RunID, oneLine(e.Detail))
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	return tw.Flush()
+	fmt.Fprintln(env.Stdout, "\nhistory, oldest first:")
+	for _, e := range events {
+		fmt.Fprintf(env.Stdout, "  %s  %s\n", e.At.UTC().Format(time.RFC3339), historyLine(e))
+	}
+	return nil
+}
+
+// historyLine tells one event of a receipt's history in words: the state
+// it moved to (and from), what happened, and the run that did it.
+func historyLine(e ledger.Event) string {
+	var line string
+	switch {
+	case e.From == "":
+		line = "new receipt, " + string(e.To)
+	case e.From == e.To:
+		line = "still " + string(e.To)
+	default:
+		line = string(e.From) + " to " + string(e.To)
+	}
+	if d := oneLine(e.Detail); d != "" && d != string(e.To) {
+		line += ": " + d
+	}
+	if e.RunID != "" {
+		line += " (run " + e.RunID + ")"
+	}
+	return line
+}
+
+// versionLine is the type and content version r was claimed under.
+func versionLine(r ledger.Receipt) string {
+	if r.Version == "" {
+		return "unknown (a receipt made before receipts stored their version)"
+	}
+	return r.Type + " " + r.Version
+}
+
+// reviewShowCustomer shows customer's receipt of week under each content
+// version of the type the week was run as, DIGEST_VERSION first.
+func reviewShowCustomer(ctx context.Context, env *Env, st *settings, rv reviewSettings, customer, week string) error {
+	w, err := digest.ParseISOWeek(week)
+	if err != nil {
+		return usagef("--week: %v", err)
+	}
+	typ, version := st.get("DIGEST_TYPE"), st.get("DIGEST_VERSION")
+	if err := (digest.Identity{Customer: customer, Week: w, Type: typ, Version: version}).Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	log := newLogger(env, rv.level)
+	store, err := openLedger(ctx, env, rv.ledger, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	kr, err := loadKeyring(st.hmacKeys(), rv.ledger, log)
+	if err != nil {
+		return err
+	}
+	versions, err := weekVersions(ctx, store, w, typ, version)
+	if err != nil {
+		return err
+	}
+	found := 0
+	for i, v := range versions {
+		if i > 0 {
+			fmt.Fprintln(env.Stdout)
+		}
+		cands := kr.Candidates(digest.Identity{Customer: customer, Week: w, Type: typ, Version: v})
+		states, err := store.WeekStates(ctx, w, cands)
+		if err != nil {
+			return err
+		}
+		k := slices.IndexFunc(cands, func(k digest.Key) bool { _, ok := states[k]; return ok })
+		if k < 0 {
+			fmt.Fprintf(env.Stdout, "== %s %s: no receipt (key %s)\n", typ, v, cands[0])
+			continue
+		}
+		found++
+		fmt.Fprintf(env.Stdout, "== %s %s\n", typ, v)
+		if err := reviewShow(ctx, env, store, cands[k]); err != nil {
+			return err
+		}
+	}
+	if found > 1 {
+		fmt.Fprintf(env.Stdout, "\n%d receipts of %s for this customer, one per version: each version is a digest of its own\n", found, w)
+	}
+	if found == 0 {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("no receipt of %s for this customer under %s", w, strings.Join(versions, ", "))}
+	}
+	return nil
 }
 
 // sentLine is whether r was sent, with the action that fits where one

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/ledger"
 	"github.com/weeklydigest/digest/run"
 	"github.com/weeklydigest/digest/sender/smtp"
@@ -61,18 +62,37 @@ Examples:
   digest run --shard 2/8                                          # one pod of eight
   JOB_COMPLETION_INDEX=2 digest run --shard /8                    # Kubernetes Indexed Job
 
+A week already sent (or in flight) under another DIGEST_VERSION of its
+DIGEST_TYPE is refused (exit 2, nothing pinned or claimed), naming each
+version and how many it sent: a content version is a new digest, and the
+run would send every customer the week again. Only
+--resend-as-new-version --reason TEXT [--by NAME] sends it; who, why and
+the other versions' counts are kept on the week's pin of this version,
+and later runs of that version go on without the flag. --mode observe
+warns instead. "digest status" and "digest verify" then count the
+customers who got the week under more than one version.
+
 A week whose receipts "digest prune" deleted is refused (exit 2, nothing
 claimed): without its receipts the run cannot tell what was sent. Only
 --resend-pruned-week runs it, and then every digest whose receipt was
 pruned is sent a second time.
 
 Exit codes: 0 all sent or settled, 1 failure, 2 usage (or a pruned week,
-or a week before its cutoff without --early-cutoff),
+a week sent under another version, or a week before its cutoff without
+--early-cutoff),
 3 incomplete (retry later), 4 rows need review ("digest review list").
 
 Diagnostics: --trace FILE writes a Go execution trace of the run (go tool
 trace FILE); the final "run finished" line's summary.stages says where each
 pipeline stage spent the run (docs/operations.md, "Where a run waits").
+
+Repeats: a summary with duplicates counts them by how long ago the digest
+was sent (observe mode: last observed), none of them sent again:
+repeat_under_5m (under five minutes: another run, or a retry of this
+CronJob, sent it just now; many of them mean two runs overlap),
+repeat_same_day (within 24 hours), repeat_later (within the replay
+horizon, DIGEST_REPLAY_HORIZON) and repeat_beyond_horizon (older than that: a week replayed so late that
+prune could have deleted its receipts).
 
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 set, the run sends OpenTelemetry spans over OTLP/HTTP: the run, each pass,
@@ -108,6 +128,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	deadline := fs.Duration("deadline", 30*time.Minute, "retry temporary failures that come due within this long from the start; 0: no retry pass")
 	grace := fs.Duration("grace", 20*time.Second, "on SIGTERM, how long sends under way may take to finish and be recorded")
 	lookupDelay := fs.Duration("lookup-delay", 2*time.Minute, "after an ambiguous send, or after taking over a crashed run's claim whose send had started, wait this long before asking the provider (providers list accepted messages with a lag)")
+	retryBackoff := fs.Duration("retry-backoff", 30*time.Second, "wait about this long (jittered: half of it to all of it) before retrying a temporary failure, doubling each retry up to 1h; a provider's Retry-After or a 4xx's requested time wins when later")
 	lenient := fs.Bool("lenient", false, "send the valid customers of a snapshot with bad lines, reporting each skipped line (default: refuse the run)")
 	sendEmpty := fs.Bool("send-empty", false, "send digests to customers with no activity in the week (default: skip them)")
 	allowEmpty := fs.Bool("allow-empty", false, "run even when the source holds no customers at all (default: refuse, exit 2: the source is probably not loaded)")
@@ -117,12 +138,19 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	traceFile := fs.String("trace", "", "diagnostic: write a Go execution trace of the run (runtime/trace) to FILE, for \"go tool trace FILE\"")
 	earlyCutoff := fs.Bool("early-cutoff", false, "send a week before its end plus DIGEST_SETTLE on purpose: pins now as a partial cutoff (status says so; activity recorded later is not sent). Default: refuse, exit 2")
 	resendPruned := fs.Bool("resend-pruned-week", false, "run a week whose receipts were pruned (digest status lists them): its digests whose receipts went are SENT AGAIN (default: refuse, exit 2)")
+	resendVersion := fs.Bool("resend-as-new-version", false, "send a week already sent under another DIGEST_VERSION of the type: EVERY CUSTOMER GETS THE WEEK AGAIN under this version (needs --reason; kept on the pin). Default: refuse, exit 2")
+	reason := fs.String("reason", "", "with --resend-as-new-version: why (required; kept on the week's pin)")
+	by := fs.String("by", env.Getenv("USER"), "with --resend-as-new-version: who (kept on the week's pin)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	resend, err := resendAsNewVersion(*resendVersion, *reason, *by)
+	if err != nil {
+		return err
 	}
 	rs, err := parseRun(st, env, *week, *mode, *shard, *cohort, *ambiguous)
 	if err != nil {
@@ -137,6 +165,7 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 	log = log.With("run_id", cfg.RunID)
 	cfg.Grace, cfg.Lenient, cfg.SendEmpty, cfg.BatchSize, cfg.Logger = *grace, *lenient, *sendEmpty, *batch, log
 	cfg.ResendPrunedWeek = *resendPruned
+	cfg.ResendAsNewVersion = resend
 	cfg.AllowEmpty = *allowEmpty
 	cfg.EarlyCutoff = *earlyCutoff
 	if *earlyCutoff && cfg.Mode == run.ModeObserve {
@@ -158,6 +187,10 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		return usagef("--lookup-delay %s: want a positive duration", *lookupDelay)
 	}
 	cfg.LookupDelay = *lookupDelay
+	if *retryBackoff <= 0 || *retryBackoff > time.Hour {
+		return usagef("--retry-backoff %s: want a duration above 0 and at most 1h", *retryBackoff)
+	}
+	cfg.Backoff.Base = *retryBackoff
 	if *deadline < 0 {
 		return usagef("--deadline %s: want 0 or a positive duration", *deadline)
 	}
@@ -247,12 +280,17 @@ func cmdRun(ctx context.Context, env *Env, args []string) error {
 		log.Warn("writing the trace failed", "file", *traceFile, "err", err)
 	}
 	err = runExit(sum, runErr)
+	refused := codeOf(err) == ExitUsage // before the dry run's check: that run went through
 	if err == nil && checkErr != nil {
 		// The dry run itself went through; the real one could not send.
 		err = usagef("%v: a real run would fail", checkErr)
 	}
 	rm := observeRun(ctx, env, log, store, r, &cfg, sum, err)
-	report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	if !refused {
+		// A refused run did nothing: its error (exit 2) is its one record,
+		// not a "run finished" of zeros before it.
+		report(env, log, &cfg, sum, sentInWeek(ctx, store, &cfg, log), rm, checks)
+	}
 	rm.publish(ctx, env, rs.pushgatewayURL, log)
 	recordRunEnd(ctx, env, log, store, &cfg, sum, err)
 	recordExpectation(ctx, env, log, store, reader, keyring, &cfg)
@@ -384,7 +422,7 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store *ledger
 	if pool == nil {
 		var err error
 		if pool, err = pgxpool.New(ctx, st.DatabaseURL); err != nil {
-			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", err)
+			return nil, nil, usagef("DIGEST_DATABASE_URL: %v", redact.Error(err, st.DatabaseURL))
 		}
 		closePool = pool.Close
 	}
@@ -393,14 +431,34 @@ func openSource(ctx context.Context, st ledgerConfig, path string, store *ledger
 	return src, closePool, nil
 }
 
+// resendAsNewVersion reads --resend-as-new-version and its --reason and
+// --by: nil without the flag.
+func resendAsNewVersion(on bool, reason, by string) (*run.ResendAsNewVersion, error) {
+	switch {
+	case !on && strings.TrimSpace(reason) != "":
+		return nil, usagef("--reason goes with --resend-as-new-version")
+	case !on:
+		return nil, nil
+	case strings.TrimSpace(reason) == "":
+		return nil, usagef("--resend-as-new-version needs --reason: the week's pin keeps why")
+	case by == "":
+		by = "operator"
+	}
+	return &run.ResendAsNewVersion{By: by, Reason: reason}, nil
+}
+
 // runExit maps a run's result to the documented exit codes. A failure
 // outranks a review, which outranks an incomplete run: the next scheduled
 // run finishes an incomplete week by itself, a review needs a person.
 func runExit(sum run.Summary, err error) error {
 	var pruned *run.PrunedWeekError
+	var versions *run.VersionResendError
 	switch {
 	case errors.As(err, &pruned):
 		return usagef("%v. To send them again on purpose: digest run --week %s --resend-pruned-week", err, pruned.Tombstone.Pin.Week)
+	case errors.As(err, &versions):
+		return usagef("%v. To send every customer the week again under %s on purpose: digest run --week %s --version %s --resend-as-new-version --reason TEXT",
+			err, versions.Pin.Version, versions.Pin.Week, versions.Pin.Version)
 	case err != nil && isUsage(err):
 		return usagef("%v", err)
 	case errors.Is(err, run.ErrMailerUnreachable):

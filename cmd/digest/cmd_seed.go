@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weeklydigest/digest/digest"
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/snapshot"
 )
 
@@ -75,7 +76,7 @@ func cmdSeed(ctx context.Context, env *Env, args []string) error {
 	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return usagef("DIGEST_DATABASE_URL: %v", err)
+		return usagef("DIGEST_DATABASE_URL: %v", redact.Error(err, url))
 	}
 	defer pool.Close()
 	c, r, err := snapshot.Seed(ctx, pool, records)

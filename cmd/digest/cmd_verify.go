@@ -36,8 +36,8 @@ Postmark) it also reports messages whose key is a receipt of the week that
 is not sent (failed, retryable, held, quarantined, claimed): mail that went
 out behind the ledger's back, or that a run still holds. Keys are HMACs, so
 a message whose key no receipt of the week has cannot be told from another
-week's and is not reported. Receipts carry no type or version: every sent
-receipt of the ISO week is checked, whatever DIGEST_TYPE and DIGEST_VERSION.
+week's and is not reported. Every sent receipt of the ISO week is checked,
+whatever its DIGEST_TYPE and DIGEST_VERSION.
 
 The provider is DIGEST_LOOKUP_URL (mailpit+http://..., postmark+https://...),
 else the file outbox DIGEST_OUTBOX_DIR; an SMTP relay alone cannot be asked.
@@ -58,6 +58,17 @@ docs/operations.md).
 found_once, not_found (keys), duplicated ({key, count}), unrecorded_checked,
 listed, unrecorded ({key, state}), errors, error_examples ({key, error}),
 provider_calls, duration (seconds) and exit_code.
+
+Each check is of a receipt: one message per receipt. When the week's sent
+receipts are of more than one DIGEST_VERSION of DIGEST_TYPE (a resend as a
+new version, run --resend-as-new-version), a receipt is not a customer:
+verify also prints them by version and counts customers as status does
+(the source read, each customer matched by key under every version: sent
+under DIGEST_VERSION, and how many of them under more than one version).
+The source is the PostgreSQL relations, or --snapshot with the embedded
+ledger; the keyring is needed. --json adds sent_by_version,
+customers_sent and customers_more_than_one_version (or
+customers_not_counted, why not).
 
 Exit codes: 0 everything checked agrees, 1 some key disagrees (or the
 ledger could not be read), 3 the provider could not be asked about some
@@ -82,6 +93,7 @@ const (
 // verifyJSON is the report with its exit code, for --json.
 type verifyJSON struct {
 	*verify.Report
+	*verifyVersions
 	ExitCode int `json:"exit_code"`
 }
 
@@ -93,6 +105,7 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	rate := fs.Float64("rate", verifyRate, "provider look-ups per second, at most (0: unlimited)")
 	concurrency := fs.Int("concurrency", verifyConcurrency, "look-ups at once")
 	asJSON := fs.Bool("json", false, "print one JSON object (for scripts) instead of a table")
+	snap := fs.String("snapshot", "", "JSON Lines snapshot file the runs read, to count customers when the week was sent under more than one version (default: the PostgreSQL source relations)")
 	if err := noArgs(fs, args); err != nil {
 		return err
 	}
@@ -131,17 +144,22 @@ func cmdVerify(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	versions, err := countVersions(ctx, env, st, vs, store, *snap, log)
+	if err != nil {
+		return err
+	}
 	code := verifyExitCode(rep)
 	pushVerify(ctx, env, vs.pushgatewayURL, log, rep)
 	logVerify(log, rep, code)
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(verifyJSON{rep, code}); err != nil {
+		if err := enc.Encode(verifyJSON{rep, versions, code}); err != nil {
 			return err
 		}
 	} else {
 		printVerify(env.Stdout, rep, code)
+		versions.print(env.Stdout, vs.typ)
 	}
 	if code != ExitOK {
 		return &exitError{code: code}
@@ -161,6 +179,11 @@ type verifySettings struct {
 	level          slog.Level
 	ledger         ledgerConfig
 	pushgatewayURL string
+	// What counts customers when the week was sent under more than one
+	// version (countVersions).
+	typ, version string
+	keys         keyConfig
+	settle       time.Duration
 }
 
 // parseVerify reads verify's settings; the zone only when no --week names
@@ -168,10 +191,14 @@ type verifySettings struct {
 func parseVerify(st *settings, env *Env, week string) (verifySettings, error) {
 	vs := verifySettings{lookupURL: st.get("DIGEST_LOOKUP_URL"), smtpURL: st.get("DIGEST_SMTP_URL"),
 		outboxDir: st.get("DIGEST_OUTBOX_DIR"), outboxNamed: st.explicit("DIGEST_OUTBOX_DIR"),
-		level: st.logLevel(), ledger: st.ledger(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL")}
+		level: st.logLevel(), ledger: st.ledger(), pushgatewayURL: st.get("DIGEST_PUSHGATEWAY_URL"),
+		typ: st.get("DIGEST_TYPE"), version: st.get("DIGEST_VERSION"), keys: st.hmacKeys()}
+	var err error
+	if vs.settle, err = st.duration("DIGEST_SETTLE"); err != nil {
+		return vs, err
+	}
 	var loc *time.Location
 	if week == "" {
-		var err error
 		if loc, err = st.location(); err != nil {
 			return vs, err
 		}

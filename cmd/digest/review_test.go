@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +78,82 @@ func lineOf(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// Issue 35: review show says whether the message was sent in words (not
+// "sent sent", "maybe sent true") and tells the history one line per
+// event, each with its time, in plain words.
+func TestReviewShowTellsAReadableHistory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	vars := map[string]string{"DIGEST_LEDGER_PATH": filepath.Join(dir, "l.db"), "DIGEST_OUTBOX_DIR": filepath.Join(dir, "o"), "DIGEST_HMAC_KEYS": testKeys, "DIGEST_TZ": "UTC"}
+	if code, _, errOut := runMain(t, vars, "run", "--week", "2026-W48", "--snapshot", "../../examples/snapshot.jsonl"); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	_, key, _ := runMain(t, vars, "key", "--customer", "cust_0001", "--week", "2026-W48")
+	code, show, errOut := runMain(t, vars, "review", "show", strings.TrimSpace(key))
+	if code != ExitOK {
+		t.Fatalf("review show: exit %d\n%s", code, errOut)
+	}
+	for _, bad := range []*regexp.Regexp{regexp.MustCompile(`(?m)^sent\s+sent$`), regexp.MustCompile(`(?m)^maybe sent\s+(true|false)$`), regexp.MustCompile(`->`)} {
+		if bad.MatchString(show) {
+			t.Errorf("review show prints %s:\n%s", bad, show)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^message\s+sent$`).MatchString(show) {
+		t.Errorf("review show does not say the message was sent:\n%s", show)
+	}
+	_, history, ok := strings.Cut(show, "history, oldest first:\n")
+	if !ok {
+		t.Fatalf("review show has no history:\n%s", show)
+	}
+	event := regexp.MustCompile(`^  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  \S`)
+	lines := strings.Split(strings.TrimRight(history, "\n"), "\n")
+	for _, l := range lines {
+		if !event.MatchString(l) {
+			t.Errorf("history line without its time: %q", l)
+		}
+	}
+	for _, want := range []string{"new receipt, claimed (run ", "still claimed: send started (run ", "claimed to sent"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("history does not say %q:\n%s", want, history)
+		}
+	}
+}
+
+// Issue 35: after a customer's address changes under a sent digest, the
+// quarantine's history says the address changed, and shows neither
+// address.
+func TestQuarantineHistorySaysTheAddressChanged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "week.jsonl")
+	orig, err := os.ReadFile("../../examples/snapshot.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snap, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DIGEST_LEDGER_PATH": filepath.Join(dir, "l.db"), "DIGEST_OUTBOX_DIR": filepath.Join(dir, "o"), "DIGEST_HMAC_KEYS": testKeys, "DIGEST_TZ": "UTC"}
+	args := []string{"run", "--week", "2026-W48", "--snapshot", snap}
+	if code, _, errOut := runMain(t, vars, args...); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, errOut)
+	}
+	const old, changed = "zoe.mueller@example.com", "zoe.new@example.com"
+	if err := os.WriteFile(snap, bytes.Replace(orig, []byte(old), []byte(changed), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runMain(t, vars, args...); code != ExitReview {
+		t.Fatalf("run after the address changed: exit %d, want %d\n%s", code, ExitReview, errOut)
+	}
+	_, key, _ := runMain(t, vars, "key", "--customer", "cust_0001", "--week", "2026-W48")
+	_, show, _ := runMain(t, vars, "review", "show", strings.TrimSpace(key))
+	line := lineOf(show, "to quarantined")
+	if !strings.Contains(line, "changed: address") || strings.Contains(line, "content") || strings.Contains(line, "name") {
+		t.Errorf("the quarantine's history does not say the address (only) changed: %q\n%s", line, show)
+	}
+	if strings.Contains(show, old) || strings.Contains(show, changed) {
+		t.Errorf("review show prints an address:\n%s", show)
+	}
 }

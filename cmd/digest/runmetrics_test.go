@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/weeklydigest/digest/run"
 )
 
 // finishedMetrics returns the "metrics" object of the "run finished"
@@ -238,5 +241,28 @@ func TestRunHelpSaysWhereTheMetricsGo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("digest run --help does not say %q", want)
 		}
+	}
+}
+
+// Issue 35: the summary's repeat_* fields are named and explained in
+// "digest run --help" and in docs/operations.md.
+func TestRunHelpAndDocsExplainTheRepeats(t *testing.T) {
+	t.Parallel()
+	_, out, _ := runMain(t, nil, "run", "--help")
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range run.AgeBucketNames {
+		field := "repeat_" + name
+		if !strings.Contains(out, field+" (") {
+			t.Errorf("digest run --help does not explain %s", field)
+		}
+		if !strings.Contains(string(doc), "| `"+field+"` |") {
+			t.Errorf("docs/operations.md has no row explaining %s", field)
+		}
+	}
+	if !strings.Contains(out, "five minutes") {
+		t.Errorf("digest run --help does not say what under_5m means")
 	}
 }

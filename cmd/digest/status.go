@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -51,9 +52,12 @@ It also counts the digests a run would send: built, not empty (unless
 Against them, the week's receipts by state: settled (sent, failed or acknowledged; a
 digest found at the provider is sent), needing review (held or
 quarantined: "digest review list"), and the rest remaining; coverage is
-settled / expected. Receipts carry no type or version (their key is an
-HMAC): without --shard the counts are every receipt of the ISO week, of
-any DIGEST_TYPE and DIGEST_VERSION. With --shard, the shard's digests are
+settled / expected. Without --shard the counts are every receipt of the
+ISO week, of any DIGEST_TYPE and DIGEST_VERSION, unless the week was also
+run under another DIGEST_VERSION of the type: then status reads the
+source, counts customers (each matched by key under every version), not
+receipts, and says how many got the week under more than one version
+(run --resend-as-new-version). With --shard, the shard's digests are
 matched to their receipts by key, which needs the keyring (DIGEST_HMAC_KEYS)
 and reads the week's receipts once.
 
@@ -74,7 +78,10 @@ partial_cutoff, early_pin, repinned_from, excluded_rows and
 excluded_customers (null when the pin is not early), customers (by
 outcome), undecided, next_command, verdict (complete, remaining,
 partial_cutoff, needs_review or not_run_yet), exit_code, counted_from
-(ledger or source) and source_reason (why the source was read).
+(ledger or source), source_reason (why the source was read),
+other_versions (the week's other versions of the type),
+customers_more_than_one_version and resent_as_new_version (who resent the
+week as this version and why, as its pin keeps it; absent when nobody did).
 
 Last, the oldest row of each table prune keeps for a horizon (receipts:
 their oldest ISO week; observations, provider_events, soft_bounces), with
@@ -268,10 +275,13 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekstatus.Report, c ledger.Cou
 		fmt.Fprintf(tw, "repeats under 5m / same day / later / beyond horizon\t%d / %d / %d / %d\n", rep.UnderFiveMin, rep.SameDay, rep.Later, rep.BeyondHorizon)
 	}
 	fmt.Fprintf(tw, "pruned\t%s\n", prunedLine(w, stones))
-	if ws.Shard != "all" {
+	switch {
+	case ws.Shard != "all":
 		fmt.Fprintf(tw, "shard\t%s (receipts matched by key)\n", ws.Shard)
-	} else {
-		fmt.Fprintf(tw, "receipts of\tthe whole ISO week, any type and version (receipts carry neither)\n")
+	case len(ws.OtherVersions) > 0:
+		fmt.Fprintf(tw, "receipts of\t%s %s only, matched by key (the week was also run as %s)\n", ws.Type, ws.Version, strings.Join(ws.OtherVersions, ", "))
+	default:
+		fmt.Fprintf(tw, "receipts of\tthe whole ISO week, any type and version\n")
 	}
 	fmt.Fprintf(tw, "week end\t%s\n", ws.WeekEnd.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "cutoff\t%s (the end plus DIGEST_SETTLE)\n", ws.Cutoff.UTC().Format(time.RFC3339))
@@ -310,15 +320,22 @@ func printStatus(env *Env, w digest.ISOWeek, ws *weekstatus.Report, c ledger.Cou
 		fmt.Fprintf(tw, "observed, not sent\t%d: the cohort's remainder (or an observe run's); send them: digest run --week %s\n", n, ws.Week)
 	}
 	fmt.Fprintf(tw, "undecided\t%d\n", ws.Undecided)
+	if ws.ResentAsNewVersion != "" {
+		fmt.Fprintf(tw, "resent as new version\t%s\n", ws.ResentAsNewVersion)
+	}
+	if len(ws.OtherVersions) > 0 {
+		fmt.Fprintf(tw, "customers under more than one version\t%d: sent the week as %s and as %s (a resend as a new version: digest run --resend-as-new-version)\n",
+			ws.CustomersMoreThanOneVersion, ws.Version, strings.Join(ws.OtherVersions, " or "))
+	}
 	if r := ws.LastRun; r != nil {
 		fmt.Fprintf(tw, "last run\t%s, %s, shard %s, exit %d, run %s\n", r.EndedAt.UTC().Format(time.RFC3339), r.Mode, r.Shard, r.ExitCode, r.RunID)
 	} else {
 		fmt.Fprintf(tw, "last run\t-\n")
 	}
 	if ws.CountedFrom == weekstatus.CountedFromSource {
-		fmt.Fprintf(tw, "counted from\tsource (%s)\n", ws.SourceReason)
+		fmt.Fprintf(tw, "counted from\tsource, every customer looked up, as %s\n", ws.SourceReason)
 	} else {
-		fmt.Fprintf(tw, "counted from\tledger (the runs' recorded reads of the source)\n")
+		fmt.Fprintf(tw, "counted from\tledger: the runs' recorded reads of the source against the receipts\n")
 	}
 	fmt.Fprintf(tw, "verdict\t%s\n", ws.Verdict)
 	if ws.NextCommand != "" {

@@ -385,3 +385,30 @@ func TestWeekStatePushCountsFromTheLedger(t *testing.T) {
 		t.Fatal("--customers did not read the source")
 	}
 }
+
+// Issue 35: when status reads the source, its "counted from" line says
+// in one sentence what it counted and what to do: here, after a run of
+// one shard of a new shard layout, run the missing shards.
+func TestStatusSaysWhatItCountedAndWhatToDo(t *testing.T) {
+	t.Parallel()
+	w := newStatusWorld(t, 43, 30)
+	for i := range 3 {
+		w.run("--shard", fmt.Sprintf("%d/3", i))
+	}
+	w.run("--shard", "0/2")
+	_, out := w.digest("status", "--week", "2026-W48", "--snapshot", w.snap)
+	line := lineOf(out, "counted from")
+	for _, want := range []string{"source, every customer looked up, as ", "run them, or the whole week once"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("status's counted from line does not say %q:\n%s", want, line)
+		}
+	}
+	if strings.Count(line, ". ") > 0 || len(line) > 160 {
+		t.Errorf("status's counted from line is not one short sentence:\n%s", line)
+	}
+	w.run()
+	_, out = w.digest("status", "--week", "2026-W48", "--snapshot", w.snap)
+	if line := lineOf(out, "counted from"); !strings.Contains(line, "ledger: the runs' recorded reads of the source against the receipts") {
+		t.Errorf("after a run of the whole week: %s", line)
+	}
+}

@@ -57,7 +57,7 @@ func TestRunEndsClaimsOfCustomersDeletedFromTheSource(t *testing.T) {
 		}
 	}
 
-	rerun := e.RunEnv(lease, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	rerun := e.RunEnv(lease, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if rerun.Code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", rerun.Code, rerun.Stderr)
 	}

@@ -93,13 +93,13 @@ func TestSIGKILLStormSendsExactlyOnce(t *testing.T) {
 
 	// Mailpit lists a message at once: a run that takes over a claim whose
 	// send had started need wait only a second before looking it up.
-	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20", "--lookup-delay", "1s")
+	killed := killRuns(t, e, p, slow, "run", "--week", week40s, "--deadline", "30s", "--batch-size", "20", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
 	before := e.MailpitCount()
 
-	final := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	final := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if final.Code != 0 {
 		t.Fatalf("final run: exit %d\n%s", final.Code, final.Stderr)
 	}
@@ -131,13 +131,13 @@ func TestSIGKILLStormWithoutLookupHolds(t *testing.T) {
 	e.Unset("DIGEST_LOOKUP_URL")
 	want := e.Seed(p.customers, week40)
 	slow := []string{"DIGEST_LEASE=1s", "DIGEST_SMTP_TIMEOUT=250ms", "DIGEST_RATE=30", "DIGEST_BURST=4"}
-	args := []string{"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "30s", "--batch-size", "20"}
+	args := []string{"run", "--week", week40s, "--ambiguous", "hold", "--deadline", "30s", "--batch-size", "20", "--retry-backoff", "1s"}
 
 	killed := killRuns(t, e, p, slow, args...)
 	if killed < 20 && os.Getenv("DIGEST_CRASH_SEED") == "" {
 		t.Fatalf("only %d of %d runs were killed while running; want at least 20", killed, p.kills)
 	}
-	final := e.RunEnv(finishing, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m")
+	final := e.RunEnv(finishing, "run", "--week", week40s, "--ambiguous", "hold", "--deadline", "2m", "--retry-backoff", "1s")
 	if final.Code != 0 && final.Code != 4 {
 		t.Fatalf("final run: exit %d, want 0 or 4 (review)\n%s", final.Code, final.Stderr)
 	}

@@ -57,7 +57,7 @@ func TestStalledRunPastItsLeaseDoesNotSend(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	want := e.Seed(60, week40)
 	env := append([]string{"DIGEST_RATE=5", "DIGEST_BURST=1"}, shortLease...)
-	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s"}
+	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s"}
 
 	a := startRun(t, e, env, args...)
 	e2etest.WaitFor(t, time.Minute, "run A to send", func() bool { return e.MailpitCount() >= 3 || a.exited() })
@@ -102,7 +102,7 @@ func TestSlowEndOfDataCannotOutliveTheLease(t *testing.T) {
 	})
 	e.Set("DIGEST_SMTP_URL", "smtp://"+px.Addr()+"?tls=none")
 	env := append([]string{"DIGEST_RATE=20", "DIGEST_BURST=1"}, shortLease...)
-	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", (lease + 2*time.Second).String()}
+	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", (lease + 2*time.Second).String(), "--retry-backoff", "1s"}
 
 	a := startRun(t, e, env, args...)
 	e2etest.WaitFor(t, time.Minute, "a held end of DATA", func() bool { return px.held.Load() > 0 || a.exited() })
@@ -130,7 +130,7 @@ func TestSlowRateKeepsWaitingClaims(t *testing.T) {
 	e := e2etest.NewEnv(t)
 	want := e.Seed(16, week40)
 	env := append([]string{"DIGEST_RATE=2", "DIGEST_BURST=1"}, shortLease...)
-	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s"}
+	args := []string{"run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s"}
 
 	a := startRun(t, e, env, args...)
 	e2etest.WaitFor(t, time.Minute, "run A to send", func() bool { return e.MailpitCount() >= 1 || a.exited() })

@@ -20,7 +20,7 @@ func TestSMTPServerDownMidRunStopsEarly(t *testing.T) {
 	e.Set("DIGEST_SMTP_URL", "smtp://"+px.Addr()+"?tls=none")
 	slow := []string{"DIGEST_RATE=20", "DIGEST_BURST=1", "DIGEST_SMTP_TIMEOUT=1s", "DIGEST_LEASE=5s"}
 
-	b := startRun(t, e, slow, "run", "--week", week40s, "--deadline", "10m", "--lookup-delay", "1s")
+	b := startRun(t, e, slow, "run", "--week", week40s, "--deadline", "10m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	e2etest.WaitFor(t, time.Minute, "the first messages", func() bool { return e.MailpitCount() >= 5 || b.exited() })
 	px.SetDown(true)
 	px.Cut()

@@ -289,7 +289,7 @@ func TestPostgresServerKilledMidRunSendsExactlyOnce(t *testing.T) {
 	pg.freezeWALWriter()
 
 	extra := []string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms", "DIGEST_RATE=60", "DIGEST_BURST=2"}
-	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20", "--lookup-delay", "1s"}
+	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20", "--lookup-delay", "1s", "--retry-backoff", "1s"}
 	var results []e2etest.Result
 	kills, killedLive, processes := 0, 0, 0
 	b := startRun(t, e, extra, args...)
@@ -321,7 +321,7 @@ func TestPostgresServerKilledMidRunSendsExactlyOnce(t *testing.T) {
 		checkFaultedRun(t, r)
 	}
 
-	final := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	final := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if final.Code != 0 {
 		t.Fatalf("final run: exit %d\n%s", final.Code, final.Stderr)
 	}

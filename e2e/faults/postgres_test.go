@@ -84,7 +84,7 @@ func (b *bgRun) wait() e2etest.Result {
 func faultRuns(t *testing.T, e *e2etest.Env, at []int, inject func()) []int {
 	t.Helper()
 	extra := []string{"DIGEST_LEASE=2s", "DIGEST_SMTP_TIMEOUT=500ms", "DIGEST_RATE=150", "DIGEST_BURST=2"}
-	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20", "--lookup-delay", "1s"}
+	args := []string{"run", "--week", week40s, "--deadline", "20s", "--batch-size", "20", "--lookup-delay", "1s", "--retry-backoff", "1s"}
 	var codes []int
 	b := startRun(t, e, extra, args...)
 	for _, n := range at {
@@ -143,7 +143,7 @@ func TestPostgresBackendsTerminatedMidRun(t *testing.T) {
 		terminated += n
 	})
 
-	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}
@@ -179,7 +179,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		px.SetDown(false)
 	})
 
-	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	next := e.RunEnv(finishing, "run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if next.Code != 0 {
 		t.Fatalf("next run: exit %d\n%s", next.Code, next.Stderr)
 	}

@@ -187,7 +187,7 @@ func TestPruneEndsClaimsAShardedRunLeft(t *testing.T) {
 		}
 	}
 
-	rerun := e.RunEnv(lease, append(shard, "--deadline", "2m", "--lookup-delay", "1s")...)
+	rerun := e.RunEnv(lease, append(shard, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")...)
 	if rerun.Code != 0 || rerun.Count(t, "ended_claims") != 0 {
 		t.Fatalf("rerun of the shard: exit %d, ended %d claims; want 0 and none (a sharded run cannot tell them absent)\n%s",
 			rerun.Code, rerun.Count(t, "ended_claims"), rerun.Stderr)

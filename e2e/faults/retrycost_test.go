@@ -27,28 +27,30 @@ func retryCostScale() (customers int, lease []string, lookupDelay string) {
 }
 
 // A first attempt that failed (every RCPT answered 421) leaves the week
-// retryable with a jittered backoff; the next run waits for it in a few
-// passes that read only what is due.
+// retryable with a jittered backoff (--retry-backoff 2s: due 1 to 2 s
+// later); the next run waits for it in a few passes that read only what is
+// due, well inside a 20 s deadline that the default backoff (15 to 30 s)
+// would outlast.
 func TestRetryCostAfterAFailedFirstAttempt(t *testing.T) {
 	t.Parallel()
 	customers, _, _ := retryCostScale()
 	e := e2etest.NewEnv(t)
 	want := e.Seed(customers, week40)
 	addr, _ := replySMTP(t, 421, smtp.EnhancedCode{4, 3, 0}, "try again later")
-	first := e.RunEnv([]string{"DIGEST_SMTP_URL=smtp://" + addr + "?tls=none"}, "run", "--week", week40s, "--deadline", "0")
+	first := e.RunEnv([]string{"DIGEST_SMTP_URL=smtp://" + addr + "?tls=none"}, "run", "--week", week40s, "--deadline", "0", "--retry-backoff", "2s")
 	if first.Code != 3 || first.Count(t, "retryable") != len(want) {
 		t.Fatalf("first attempt: exit %d, %d retryable; want 3 and %d\n%s", first.Code, first.Count(t, "retryable"), len(want), first.Stderr)
 	}
 
-	r := e.Run("run", "--week", week40s, "--deadline", "5m")
+	r := e.Run("run", "--week", week40s, "--deadline", "20s")
 	passes, calls, rows := r.Count(t, "passes"), r.Count(t, "ledger_calls"), r.Count(t, "source_rows")
 	t.Logf("NUMBERS retry-after-failed-attempt: digests=%d passes=%d ledger_calls=%d source_rows=%d duration=%v", len(want), passes, calls, rows, r.Summary(t)["duration"])
 	if r.Code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", r.Code, r.Stderr)
 	}
 	e.AssertExactlyOnce(want)
-	// The backoff spreads the due times over 15 s; a pass takes those due
-	// within a tenth of the lease (4.5 s) of the first.
+	// The backoff spreads the due times over a second; a pass takes those
+	// due within a tenth of the lease of the first.
 	if passes > 6 {
 		t.Errorf("%d passes; want at most 6", passes)
 	}

@@ -35,7 +35,7 @@ func TestSMTPDropAfterDataIsLookedUpNotResent(t *testing.T) {
 	px := startProxy(t, e.Mailpit.SMTPAddr(), cutSome(t))
 	e.Set("DIGEST_SMTP_URL", "smtp://"+px.Addr()+"?tls=none")
 
-	r := e.Run("run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s")
+	r := e.Run("run", "--week", week40s, "--deadline", "2m", "--lookup-delay", "1s", "--retry-backoff", "1s")
 	if r.Code != 0 {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}

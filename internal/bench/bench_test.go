@@ -14,6 +14,7 @@ import (
 // cannot rot. It checks what the run did and the report's shape, never a
 // timing: the machine's speed is not the test's business.
 func TestRunSmall(t *testing.T) {
+	pgtest.SkipShort(t)
 	t.Parallel()
 	var progress bytes.Buffer
 	res, err := bench.Run(context.Background(), bench.Config{

@@ -18,9 +18,13 @@ import (
 
 // Chromium returns the headless Chromium to drive: $CHROMIUM_BIN, else
 // chromium on PATH (Debian's package, which scripts/test installs). Under
-// CI=true a missing browser fails the test: CI must run it.
+// CI=true a missing browser fails the test: CI must run it. Under go test
+// -short (make check) the test skips.
 func Chromium(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Chromium: skipped under -short (make check); make test runs it")
+	}
 	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
 		return p
 	}

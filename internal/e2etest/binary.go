@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +16,15 @@ var binary string
 // package's tests and exits. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { e2etest.Main(m) }
+//
+// Under go test -short (make check) it builds nothing and runs no test:
+// every end-to-end test drives the real binary against real services.
 func Main(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short (make check); make test runs it")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "digest-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/weeklydigest/digest/internal/redact"
 	"github.com/weeklydigest/digest/ledger"
 )
 
@@ -83,7 +84,7 @@ func pushGatherer(ctx context.Context, url string, client *http.Client, g promet
 		p = p.Grouping(l.Name, l.Value)
 	}
 	if err := p.AddContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to %s: %w", url, err)
+		return fmt.Errorf("push metrics to %s: %w", redact.URL(url), redact.Error(err, url))
 	}
 	return nil
 }

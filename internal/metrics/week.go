@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
+
+	"github.com/weeklydigest/digest/internal/redact"
 )
 
 // WeekJob is the Pushgateway job of the week-state groups, one group per
@@ -55,7 +57,7 @@ func replaceWeekGroup(ctx context.Context, url string, client *http.Client, job,
 		p = p.Client(client)
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push %s metrics of %s to %s: %w", job, week, url, err)
+		return fmt.Errorf("push %s metrics of %s to %s: %w", job, week, redact.URL(url), redact.Error(err, url))
 	}
 	return nil
 }

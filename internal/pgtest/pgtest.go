@@ -3,7 +3,9 @@
 //
 // The server is DIGEST_TEST_DATABASE_URL, by default
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable. A test never
-// skips when the server is down: it fails and says how to start it.
+// skips when the server is down: it fails and says how to start it. Under
+// go test -short (make check, the edit loop with no services) every test
+// that needs the server skips instead; make test never passes -short.
 package pgtest
 
 import (
@@ -50,6 +52,7 @@ func Schema(t testing.TB) string {
 // server must still be up when the test's cleanups drop the schema.
 func SchemaOn(t testing.TB, base string) string {
 	t.Helper()
+	SkipShort(t)
 	name := "pgtest_" + randomHex(t, 8)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,6 +72,16 @@ func SchemaOn(t testing.TB, base string) string {
 		}
 	})
 	return withSearchPath(t, base, name)
+}
+
+// SkipShort skips t under go test -short: make check's unit run, which
+// starts no PostgreSQL, Mailpit or browser. Tests that need a server call
+// it through Schema; a test that starts its own cluster calls it itself.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: skipped under -short (make check); make test runs it")
+	}
 }
 
 func connect(ctx context.Context, t testing.TB, connString string) *pgx.Conn {

@@ -222,6 +222,62 @@ func testFingerprintMismatchQuarantines(t *testing.T, be Driver) {
 	}
 }
 
+// Issue 35: a quarantine's history says which part of the digest changed
+// (address, name, content), from the claims' fingerprint parts, never a
+// value; without the stored parts (a receipt claimed before they were
+// kept, or one released from quarantine) it says they are not recorded.
+func testQuarantineSaysWhichPartChanged(t *testing.T, be Driver) {
+	const (
+		p1 = "address=aaaaaaaa name=bbbbbbbb content=cccccccc"
+		p2 = "address=dddddddd name=bbbbbbbb content=eeeeeeee"
+		p3 = "address=dddddddd name=ffffffff content=eeeeeeee"
+	)
+	for _, tc := range []struct {
+		name            string
+		stored, claimed string
+		want            string
+	}{
+		{"address and content", p1, p2, ledger.HistoryQuarantined + "; changed: address, content"},
+		{"no part", p1, p1, ledger.HistoryQuarantined + "; changed: another field"},
+		{"not recorded", "", p2, ledger.HistoryQuarantined + "; which part changed is not recorded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, _, _ := fresh(t, be)
+			k := keys(t, "customer_1")
+			first := req(k, "fp1")
+			first.Parts = tc.stored
+			mustClaim(t, s, first)
+			second := req(k, "fp2")
+			second.Parts = tc.claimed
+			wantOutcome(t, claim1(t, s, second), digest.OutcomeQuarantined)
+			_, events := show(t, s, k[0])
+			last := events[len(events)-1]
+			if last.To != digest.StateQuarantined || last.Detail != tc.want || last.Detail != ledger.QuarantineDetail(tc.stored, tc.claimed) {
+				t.Fatalf("quarantine history %q, want %q", last.Detail, tc.want)
+			}
+		})
+	}
+	t.Run("released, then quarantined again", func(t *testing.T) {
+		t.Parallel()
+		s, _, _ := fresh(t, be)
+		k := keys(t, "customer_1")
+		first, second, third := req(k, "fp1"), req(k, "fp2"), req(k, "fp3")
+		first.Parts, second.Parts, third.Parts = p1, p2, p3
+		mustClaim(t, s, first)
+		wantOutcome(t, claim1(t, s, second), digest.OutcomeQuarantined)
+		if err := s.Release(context.Background(), k[0], ledger.Action{By: "alice", Reason: "new address"}); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, s, second)
+		wantOutcome(t, claim1(t, s, third), digest.OutcomeQuarantined)
+		_, events := show(t, s, k[0])
+		if d := events[len(events)-1].Detail; d != ledger.QuarantineDetail("", p3) {
+			t.Fatalf("quarantine after a release: %q, want the parts not recorded", d)
+		}
+	})
+}
+
 func testRotatedKeyringFindsOlderKey(t *testing.T, be Driver) {
 	s, _, _ := fresh(t, be)
 	old := keyring(t, "k1")

@@ -44,18 +44,22 @@ var (
 // claimArgs are claimSQL's arguments for reqs, all of week, with the
 // stand-in for the ledger's clock (Store.clockArg).
 func claimArgs(reqs []digest.ClaimRequest, week string, clock *time.Time) pgx.StrictNamedArgs {
-	cands, fps, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)),
+	cands, fps, parts, runs, leases := make([]string, len(reqs)), make([]string, len(reqs)), make([]string, len(reqs)),
 		make([]string, len(reqs)), make([]int64, len(reqs))
+	types, versions := make([]string, len(reqs)), make([]string, len(reqs))
 	for i, r := range reqs {
 		cands[i] = strings.Join(rules.KeyStrings(r.Keys), ",")
-		fps[i], runs[i], leases[i] = r.Fingerprint, r.RunID, rules.Micros(r.Lease)
+		fps[i], parts[i], runs[i], leases[i] = r.Fingerprint, r.Parts, r.RunID, rules.Micros(r.Lease)
+		types[i], versions[i] = r.Type, r.Version
 	}
 	return pgx.StrictNamedArgs{
-		"candidates": cands, "fingerprints": fps, "run_ids": runs, "leases": leases,
+		"candidates": cands, "fingerprints": fps, "parts": parts, "run_ids": runs, "leases": leases,
+		"types": types, "versions": versions,
 		"week": week, "clock": clock,
 		"quarantined": ledger.HistoryQuarantined, "claimed": ledger.HistoryClaimed,
 		"taken_over": ledger.HistoryTakenOver, "claimed_again": ledger.HistoryClaimedAgain,
-		"maybe_sent": ledger.HistoryMaybeSent,
+		"maybe_sent": ledger.HistoryMaybeSent, "parts_unknown": ledger.HistoryPartsUnknown,
+		"parts_changed": ledger.HistoryPartsChanged, "parts_other": ledger.HistoryPartsOther,
 	}
 }
 

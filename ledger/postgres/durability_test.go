@@ -43,6 +43,7 @@ func showOn(t *testing.T, pool *pgxpool.Pool, name string) string {
 // still commits the ledger's receipts with on: the job sets it on every
 // session, and the durability check reports it.
 func TestSessionsCommitSynchronouslyWhateverTheDefault(t *testing.T) {
+	pgtest.SkipShort(t)
 	t.Parallel()
 	ctx := context.Background()
 	base := pgtest.BaseURL()

@@ -33,6 +33,18 @@ func migrator(t *testing.T, s *Store) *goose.Provider {
 	return p
 }
 
+// versionColumns adds to an older schema the columns this binary's claim
+// and pin write (migration 00020, which then finds them), so that a test
+// of an older migration can claim and pin through the store.
+func versionColumns(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(),
+		`ALTER TABLE receipts ADD COLUMN IF NOT EXISTS digest_type text, ADD COLUMN IF NOT EXISTS content_version text;
+		ALTER TABLE snapshot_pins ADD COLUMN IF NOT EXISTS resend_detail text`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // queryMap reads query's rows of a text and a V into a map.
 func queryMap[V any](t *testing.T, s *Store, query string) map[string]V {
 	t.Helper()
@@ -63,6 +75,16 @@ func countersAgree(t *testing.T, s *Store, when string) {
 	}
 }
 
+// partsColumn adds the column today's claim writes (migration 00019,
+// fingerprint_parts) to a schema migrated to an older version, for the
+// tests that run today's store on it.
+func partsColumn(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `ALTER TABLE receipts ADD COLUMN IF NOT EXISTS fingerprint_parts text`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // keyOf is a well-formed key under key id kid, named by s.
 func keyOf(kid, s string) digest.Key {
 	return digest.Key(fmt.Sprintf("%s:%x", kid, sha256.Sum256([]byte(s))))
@@ -82,6 +104,8 @@ func TestMigrationCountsReceiptsByKeyID(t *testing.T) {
 	if _, err := p.UpTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
+	versionColumns(t, s)
+	partsColumn(t, s)
 	claim := func(week digest.ISOWeek, keys ...digest.Key) []digest.ClaimResult {
 		t.Helper()
 		reqs := make([]digest.ClaimRequest, len(keys))
@@ -210,6 +234,7 @@ func TestMigrationKeysCompareBytewise(t *testing.T) {
 	if _, err := p.UpTo(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
+	versionColumns(t, s)
 	if r, _, err := s.Show(ctx, sent[0]); err != nil || r.State != digest.StateSent {
 		t.Fatalf("a receipt after down and up again: %+v %v", r, err)
 	}
@@ -246,6 +271,8 @@ func TestStatementsPreparedBeforeAMigrationRunAfterIt(t *testing.T) {
 	if _, err := p.DownTo(ctx, 16); err != nil {
 		t.Fatal(err)
 	}
+	versionColumns(t, s)
+	partsColumn(t, s)
 	claimSend(t, s, w31, "down", 2, digest.StateSent)
 	lookUp("after 00017 down")
 	if _, err := p.UpTo(ctx, 17); err != nil {

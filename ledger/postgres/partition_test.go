@@ -656,12 +656,14 @@ SELECT key, updated_at, previous_state, state, run_id, 'migrated' FROM receipts;
 		t.Errorf("indexes after down %v, want %s", indexes, want)
 	}
 	// And up again: the store's own migration (after 00006, each
-	// receipt has two more columns: address_key, null, and attention,
-	// computed from state, 00012).
+	// receipt has more columns: address_key, null, attention, computed
+	// from state, 00012, fingerprint_parts, null, 00019, and digest_type
+	// and content_version, null, 00020).
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key, DROP COLUMN attention`); err != nil {
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE receipts DROP COLUMN address_key, DROP COLUMN attention, DROP COLUMN fingerprint_parts,
+		DROP COLUMN digest_type, DROP COLUMN content_version`); err != nil {
 		t.Fatal(err)
 	}
 	if got := receiptRows(t, s.pool, "receipts"); fmt.Sprint(got) != fmt.Sprint(after) {

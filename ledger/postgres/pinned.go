@@ -24,7 +24,7 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.We
 		zone, kid *string
 		from      *time.Time
 	)
-	err = s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid, &wp.Partial, &from)
+	err = s.pool.QueryRow(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&wp.AsOf, &zone, &kid, &wp.Partial, &from, &wp.ResentAsNewVersion)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}
@@ -96,4 +96,26 @@ func (s *Store) WeekPins(ctx context.Context, week digest.ISOWeek) (_ []digest.S
 		return nil, fmt.Errorf("pins of %s: %w", week, err)
 	}
 	return pins, nil
+}
+
+// SentByVersion counts week's sent or in-flight receipts of typ by
+// content version (digest.VersionCounter).
+func (s *Store) SentByVersion(ctx context.Context, week digest.ISOWeek, typ string) (_ map[string]int64, err error) {
+	defer classify(&err)
+	rows, err := s.pool.Query(ctx, sentByVersionSQL, week.String(), typ)
+	if err != nil {
+		return nil, fmt.Errorf("sent by version of %s/%s: %w", typ, week, err)
+	}
+	out := map[string]int64{}
+	var (
+		v string
+		n int64
+	)
+	if _, err = pgx.ForEachRow(rows, []any{&v, &n}, func() error {
+		out[v] = n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("sent by version of %s/%s: %w", typ, week, err)
+	}
+	return out, nil
 }

@@ -29,12 +29,13 @@ var sqlFiles embed.FS
 var queries = sqlfile.MustParse(sqlFiles, "sql")
 
 var (
-	pinSnapshotSQL  = queries.Get("PinSnapshot")
-	countByKeyIDSQL = queries.Get("CountByKeyID")
-	pinnedSQL       = queries.Get("Pinned")
-	weekPinsSQL     = queries.Get("WeekPins")
-	repinSQL        = queries.Get("Repin")
-	observedKeysSQL = queries.Get("ObservedKeys")
+	pinSnapshotSQL   = queries.Get("PinSnapshot")
+	countByKeyIDSQL  = queries.Get("CountByKeyID")
+	pinnedSQL        = queries.Get("Pinned")
+	sentByVersionSQL = queries.Get("SentByVersion")
+	weekPinsSQL      = queries.Get("WeekPins")
+	repinSQL         = queries.Get("Repin")
+	observedKeysSQL  = queries.Get("ObservedKeys")
 )
 
 // Store is the ledger on PostgreSQL. It is safe for concurrent use.
@@ -214,8 +215,8 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var from *time.Time
 		err := tx.QueryRow(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version,
-			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID, proposed.Partial).
-			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from)
+			proposed.AsOf.UTC().Truncate(time.Microsecond), s.nowUTC(), proposed.Zone, proposed.KeyID, proposed.Partial, proposed.ResentAsNewVersion).
+			Scan(&wp.AsOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from, &wp.ResentAsNewVersion)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ var (
 	quarantineSQL        = queries.Get("Quarantine")
 	claimAgainSQL        = queries.Get("ClaimAgain")
 	insertEventSQL       = queries.Get("InsertEvent")
+	fingerprintPartsSQL  = queries.Get("FingerprintParts")
 	sendStartedAtSQL     = queries.Get("SendStartedAt")
 	startSendingSQL      = queries.Get("StartSending")
 	renewSQL             = queries.Get("Renew")
@@ -73,8 +74,9 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		}
 		key := r.Keys[0]
 		_, err = tx.ExecContext(ctx, insertClaimedSQL, sql.Named("key", string(key)), sql.Named("key_id", key.KeyID()),
-			sql.Named("fingerprint", r.Fingerprint), sql.Named("token", token), sql.Named("lease", now.Add(r.Lease).UnixMicro()),
-			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()))
+			sql.Named("fingerprint", r.Fingerprint), sql.Named("parts", r.Parts), sql.Named("token", token), sql.Named("lease", now.Add(r.Lease).UnixMicro()),
+			sql.Named("now", now.UnixMicro()), sql.Named("run_id", r.RunID), sql.Named("week", r.Week.String()),
+			sql.Named("digest_type", r.Type), sql.Named("content_version", r.Version))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
@@ -85,12 +87,16 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 
 	// Acknowledged is final: no content change reopens it.
 	case c.Fingerprint != r.Fingerprint && c.State != digest.StateQuarantined && c.State != digest.StateAcknowledged:
+		var stored string
+		if err := tx.QueryRowContext(ctx, fingerprintPartsSQL, sql.Named("key", string(c.Key))).Scan(&stored); err != nil {
+			return digest.ClaimResult{}, err
+		}
 		_, err := tx.ExecContext(ctx, quarantineSQL, sql.Named("fingerprint", r.Fingerprint), sql.Named("run_id", r.RunID),
 			sql.Named("now", now.UnixMicro()), sql.Named("key", string(c.Key)))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}
-		err = sqliteEvent(ctx, tx, c.Key, now, c.State, digest.StateQuarantined, r.RunID, ledger.ClaimHistory(c.State, digest.StateQuarantined, false))
+		err = sqliteEvent(ctx, tx, c.Key, now, c.State, digest.StateQuarantined, r.RunID, ledger.QuarantineDetail(stored, r.Parts))
 		return digest.ClaimResult{Outcome: digest.OutcomeQuarantined, Key: c.Key}, err
 
 	case c.Fingerprint == r.Fingerprint && c.Claimable(now):
@@ -106,7 +112,8 @@ func claimOne(ctx context.Context, tx sqliteTx, r digest.ClaimRequest, now time.
 		c.State, c.Token, c.Attempts = digest.StateClaimed, token, c.Attempts+1
 		_, err = tx.ExecContext(ctx, claimAgainSQL, sql.Named("attempts", c.Attempts), sql.Named("token", token),
 			sql.Named("lease", now.Add(r.Lease).UnixMicro()), sql.Named("maybe_sent", c.MaybeSent), sql.Named("now", now.UnixMicro()),
-			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)))
+			sql.Named("run_id", r.RunID), sql.Named("key", string(c.Key)),
+			sql.Named("digest_type", r.Type), sql.Named("content_version", r.Version))
 		if err != nil {
 			return digest.ClaimResult{}, err
 		}

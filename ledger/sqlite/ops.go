@@ -36,7 +36,7 @@ func scanSQLiteReceipt(row rowScanner) (ledger.Receipt, error) {
 	err := row.Scan(&key, &r.KeyID, &state, &r.Fingerprint, &r.ConflictFingerprint, &r.Attempts,
 		&r.Token, &lease, &r.SendStarted, &started, &r.MaybeSent, &next,
 		&firstClaimed, &lastAttempt, &sent, &r.ProviderRef, &r.LastError,
-		&r.RunID, &r.Week, &updated, &r.FirstRunID, &r.AddressKey)
+		&r.RunID, &r.Week, &updated, &r.FirstRunID, &r.AddressKey, &r.Type, &r.Version)
 	if err != nil {
 		return ledger.Receipt{}, err
 	}

@@ -20,7 +20,7 @@ func (s *Store) Pinned(ctx context.Context, pin digest.SnapshotPin) (_ digest.We
 		asOf, from sql.NullInt64
 		zone, kid  sql.NullString
 	)
-	err = s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid, &wp.Partial, &from)
+	err = s.db.QueryRowContext(ctx, pinnedSQL, pin.Type, pin.Week.String(), pin.Version).Scan(&asOf, &zone, &kid, &wp.Partial, &from, &wp.ResentAsNewVersion)
 	if errors.Is(err, sql.ErrNoRows) {
 		return digest.WeekPin{}, false, nil
 	}
@@ -82,4 +82,30 @@ func (s *Store) WeekPins(ctx context.Context, week digest.ISOWeek) (_ []digest.S
 		return nil, fmt.Errorf("pins of %s: %w", week, err)
 	}
 	return pins, nil
+}
+
+// SentByVersion counts week's sent or in-flight receipts of typ by
+// content version (digest.VersionCounter).
+func (s *Store) SentByVersion(ctx context.Context, week digest.ISOWeek, typ string) (_ map[string]int64, err error) {
+	defer classify(&err)
+	rows, err := s.db.QueryContext(ctx, sentByVersionSQL, week.String(), typ)
+	if err != nil {
+		return nil, fmt.Errorf("sent by version of %s/%s: %w", typ, week, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var (
+			v string
+			n int64
+		)
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, fmt.Errorf("sent by version of %s/%s: %w", typ, week, err)
+		}
+		out[v] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sent by version of %s/%s: %w", typ, week, err)
+	}
+	return out, nil
 }

@@ -56,12 +56,13 @@ var sqlFiles embed.FS
 var queries = sqlfile.MustParse(sqlFiles, "sql")
 
 var (
-	pinSnapshotSQL  = queries.Get("PinSnapshot")
-	countByKeyIDSQL = queries.Get("CountByKeyID")
-	pinnedSQL       = queries.Get("Pinned")
-	weekPinsSQL     = queries.Get("WeekPins")
-	repinSQL        = queries.Get("Repin")
-	observedKeysSQL = queries.Get("ObservedKeys")
+	pinSnapshotSQL   = queries.Get("PinSnapshot")
+	countByKeyIDSQL  = queries.Get("CountByKeyID")
+	pinnedSQL        = queries.Get("Pinned")
+	sentByVersionSQL = queries.Get("SentByVersion")
+	weekPinsSQL      = queries.Get("WeekPins")
+	repinSQL         = queries.Get("Repin")
+	observedKeysSQL  = queries.Get("ObservedKeys")
 )
 
 // busyTimeout is how long a writer waits for another process's write lock.
@@ -298,7 +299,7 @@ func (s *Store) PinSnapshot(ctx context.Context, pin digest.SnapshotPin, propose
 	err = s.write(ctx, func(tx sqliteTx) error {
 		var asOf, from sql.NullInt64
 		err := tx.QueryRowContext(ctx, pinSnapshotSQL, pin.Type, pin.Week.String(), pin.Version, proposed.AsOf.UnixMicro(), s.nowUTC().UnixMicro(),
-			proposed.Zone, proposed.KeyID, proposed.Partial).Scan(&asOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from)
+			proposed.Zone, proposed.KeyID, proposed.Partial, proposed.ResentAsNewVersion).Scan(&asOf, &wp.Zone, &wp.KeyID, &wp.Partial, &from, &wp.ResentAsNewVersion)
 		if err != nil {
 			return err
 		}

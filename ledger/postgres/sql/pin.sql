@@ -7,12 +7,15 @@
 -- NOTHING: it returns the row whichever run inserted it (waiting for a
 -- concurrent first run to commit), and it lets a pin made before zones and
 -- key ids were pinned (NULL) adopt this run's, once. as_of never changes.
-INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id, partial)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO snapshot_pins AS p (digest_type, iso_week, version, as_of, created_at, zone, key_id, partial, resend_detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''))
 ON CONFLICT (digest_type, iso_week, version) DO UPDATE SET
     zone = coalesce(p.zone, excluded.zone),
-    key_id = coalesce(p.key_id, excluded.key_id)
-RETURNING as_of, zone, key_id, partial, repinned_from;
+    key_id = coalesce(p.key_id, excluded.key_id),
+    -- A deliberate resend under a new version (run --resend-as-new-version,
+    -- $9): recorded once, by the first run that made it.
+    resend_detail = coalesce(p.resend_detail, excluded.resend_detail)
+RETURNING as_of, zone, key_id, partial, repinned_from, coalesce(resend_detail, '');
 
 -- name: CountByKeyID
 -- Week $1's receipts by key id, from the counters the receipts' triggers
@@ -23,11 +26,12 @@ GROUP BY key_id HAVING sum(n) <> 0;
 
 -- name: Pinned
 -- What the first run of pin ($1 type, $2 week, $3 version) fixed.
-SELECT as_of, zone, key_id, partial, repinned_from FROM snapshot_pins
+SELECT as_of, zone, key_id, partial, repinned_from, coalesce(resend_detail, '') FROM snapshot_pins
 WHERE digest_type = $1 AND iso_week = $2 AND version = $3;
 
 -- name: WeekPins
--- The pins (type, version) of week $1: receipts do not say which a key is of.
+-- The pins (type, version) of week $1 (receipts made before 00019 do not say
+-- which a key is of).
 SELECT digest_type, version FROM snapshot_pins WHERE iso_week = $1;
 
 -- name: Repin
@@ -55,3 +59,15 @@ SET plan_cache_mode = force_generic_plan;
 
 -- name: ResetPlans
 RESET plan_cache_mode;
+
+-- name: SentByVersion
+-- Week $1's receipts of type $2 (or of no recorded type: made before
+-- migration 00019) that were sent or are in flight (claimed, retryable or
+-- held: a run of that version may send them yet), by content version
+-- ('' for none recorded): what a run of another version would send a
+-- second time. Reads the week's partition; a run asks only when the week
+-- holds a pin of the type under another version.
+SELECT coalesce(content_version, ''), count(*) FROM receipts
+WHERE iso_week = $1 AND (digest_type = $2 OR digest_type IS NULL)
+  AND (sent_at IS NOT NULL OR maybe_sent OR state IN ('held', 'claimed', 'retryable'))
+GROUP BY 1;

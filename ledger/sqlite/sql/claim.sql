@@ -15,10 +15,17 @@ FROM receipts WHERE key IN (SELECT value FROM json_each(:keys));
 UPDATE ledger_counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value;
 
 -- name: InsertClaimed
--- A new receipt, claimed.
-INSERT INTO receipts (key, key_id, state, fingerprint, attempts, claim_token,
-    lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at)
-VALUES (:key, :key_id, 'claimed', :fingerprint, 1, :token, :lease, :now, :now, :run_id, :week, :now);
+-- A new receipt, claimed, with its digest type and content version
+-- (NULL for '').
+INSERT INTO receipts (key, key_id, state, fingerprint, fingerprint_parts, attempts, claim_token,
+    lease_expires_at, first_claimed_at, last_attempt_at, run_id, iso_week, updated_at, digest_type, content_version)
+VALUES (:key, :key_id, 'claimed', :fingerprint, nullif(:parts, ''), 1, :token, :lease, :now, :now, :run_id, :week, :now,
+    nullif(:digest_type, ''), nullif(:content_version, ''));
+
+-- name: FingerprintParts
+-- The stored fingerprint parts of :key ('' when not recorded), for the
+-- history of its quarantine.
+SELECT coalesce(fingerprint_parts, '') FROM receipts WHERE key = :key;
 
 -- name: Quarantine
 -- Quarantines receipt :key for the conflicting fingerprint :fingerprint.
@@ -29,11 +36,14 @@ UPDATE receipts SET previous_state = state, state = 'quarantined',
 WHERE key = :key;
 
 -- name: ClaimAgain
--- Claims existing receipt :key again.
+-- Claims existing receipt :key again. One made before receipts stored
+-- their version is of the version whose key found it.
 UPDATE receipts SET previous_state = state, state = 'claimed',
     attempts = :attempts, claim_token = :token, lease_expires_at = :lease, send_started = 0,
     maybe_sent = :maybe_sent, next_attempt_at = NULL, last_attempt_at = :now,
-    first_run_id = coalesce(first_run_id, run_id), run_id = :run_id, updated_at = :now
+    first_run_id = coalesce(first_run_id, run_id), run_id = :run_id, updated_at = :now,
+    digest_type = coalesce(digest_type, nullif(:digest_type, '')),
+    content_version = coalesce(content_version, nullif(:content_version, ''))
 WHERE key = :key;
 
 -- name: InsertEvent

@@ -5,7 +5,8 @@
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, ''),
+    coalesce(digest_type, ''), coalesce(content_version, '')
 FROM receipts
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR iso_week = ?2) AND key > ?3
 ORDER BY key LIMIT ?4;
@@ -15,7 +16,8 @@ ORDER BY key LIMIT ?4;
 SELECT key, key_id, state, fingerprint, coalesce(conflict_fingerprint, ''), attempts,
     claim_token, lease_expires_at, send_started, send_started_at, maybe_sent, next_attempt_at,
     first_claimed_at, last_attempt_at, sent_at, coalesce(provider_ref, ''), coalesce(last_error, ''),
-    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, '')
+    run_id, iso_week, updated_at, coalesce(first_run_id, ''), coalesce(address_key, ''),
+    coalesce(digest_type, ''), coalesce(content_version, '')
 FROM receipts WHERE key = ?1;
 
 -- name: ShowEvents
@@ -34,6 +36,9 @@ WHERE key = ?1;
 -- conflicting fingerprint and keeping MaybeSent if a send may have started.
 UPDATE receipts SET previous_state = state, state = 'retryable',
     fingerprint = coalesce(conflict_fingerprint, fingerprint), conflict_fingerprint = NULL,
+    -- The adopted fingerprint's parts are not kept: a later quarantine
+    -- says which part changed is not recorded.
+    fingerprint_parts = CASE WHEN conflict_fingerprint IS NULL THEN fingerprint_parts END,
     maybe_sent = maybe_sent OR send_started, send_started = 0,
     next_attempt_at = ?2, updated_at = ?2
 WHERE key = ?1;

@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/weeklydigest/digest/internal/bench"
 )
 
-const userHelp = `Usage: digest-bench user --database-url URL [--digest-bin PATH] [--customers N] [--concurrency C] [--runs R] [--sinks LIST] [--schema NAME] [--trace DIR] [--json]
+const userHelp = `Usage: digest-bench user --database-url URL [--digest-bin PATH] [--customers N] [--concurrency C] [--runs R] [--sinks LIST] [--rtt DURATION] [--mailer smtp] [--schema NAME] [--trace DIR] [--json]
 
 Measures the digest binary as the user runs it. Seeds N customers with
 "digest seed" into a fresh schema of the PostgreSQL database named by
@@ -50,12 +51,23 @@ average at the end of each run. For each job run it then prints where each
 pipeline stage spent the run (the summary's stages: busy, waiting for
 input, blocked on output); --trace DIR keeps a Go execution trace of each.
 
+With --rtt DURATION the sinks are that far away: each is reached through
+a TCP proxy in this process that delays every byte by RTT/2 in each
+direction (a delay line per direction: bytes keep their order and
+throughput is not capped; the TCP handshake itself is not delayed). The
+job and both loops go through it. The report then gives, per sink, the
+bound at that distance, C / (round trips per message × RTT): one round
+trip per message with CHUNKING (C/RTT), two without; and the fraction of
+it the job reached. --mailer names how the job sends: smtp
+(DIGEST_SMTP_URL to the sink) is the only mailer so far.
+
 Without --digest-bin it builds ./cmd/digest with "go build" (run it from
 the repository). Never point it at a production database.
 
 Examples:
   digest-bench user --database-url postgres://postgres@127.0.0.1:5432/test?sslmode=disable
   digest-bench user --customers 100000 --schema bench_100k --json
+  digest-bench user --customers 2000 --concurrency 16 --rtt 50ms --sinks chunking
 `
 
 // user runs "digest-bench user".
@@ -72,11 +84,19 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 	schema := fs.String("schema", "", "keep and reuse this schema (default: a fresh one, dropped at the end)")
 	asJSON := fs.Bool("json", false, "print the result as JSON instead of a table")
 	traceDir := fs.String("trace", "", "write a Go execution trace of each job run to DIR/run-N.trace (digest run --trace), for \"go tool trace\"")
+	rtt := fs.Duration("rtt", 0, "put the sinks this round trip away: a delay proxy in front of each delays every byte by RTT/2 each way (0: none)")
+	mailer := fs.String("mailer", bench.MailerSMTP, "how the job sends: "+strings.Join(bench.Mailers, ", ")+" (the only one so far)")
 	if err := parseFlags(fs, args, userHelp, stdout); err != nil {
 		return err
 	}
 	if *url == "" {
 		return usageError("no database: set --database-url or DIGEST_DATABASE_URL (a PostgreSQL database where a schema may be created and dropped)")
+	}
+	if !slices.Contains(bench.Mailers, *mailer) {
+		return usageError(fmt.Sprintf("--mailer %q: want %s (the only mailer measured so far)", *mailer, strings.Join(bench.Mailers, ", ")))
+	}
+	if *rtt < 0 {
+		return usageError(fmt.Sprintf("--rtt %s: want 0 (no delay) or a positive duration such as 50ms", *rtt))
 	}
 	var sinkList []bench.Sink
 	for _, k := range strings.Split(*sinks, ",") {
@@ -99,6 +119,7 @@ func user(ctx context.Context, args []string, getenv func(string) string, stdout
 	res, err := bench.MeasureUser(ctx, bench.UserConfig{
 		DatabaseURL: *url, Schema: *schema, DigestBin: digestBin, Self: self,
 		Customers: *n, Concurrency: *conc, Runs: *runs, Sinks: sinkList, Progress: stderr, TraceDir: *traceDir,
+		Mailer: *mailer, RTT: *rtt,
 	})
 	if err != nil {
 		return err

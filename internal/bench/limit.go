@@ -61,15 +61,26 @@ func envelopeOf(message []byte) (from, to string) {
 // prepared once per connection; a message costs a write and the reads of
 // its replies. A server without PIPELINING is an error: the sink has it.
 func limitLoop(ctx context.Context, addr string, conns, count int, message []byte, from, to string) (int, time.Duration, error) {
+	// The connections are set up at once, as a pool that dials on demand
+	// does: one after another, each greeting and EHLO would add its round
+	// trips to the loop's time (1.2 s at 16 connections 50 ms away).
 	clients := make([]*limitClient, conns)
+	errs := make([]error, conns)
+	var dials sync.WaitGroup
 	for i := range clients {
-		c, err := dialLimit(ctx, addr)
-		if err != nil {
-			return 0, 0, fmt.Errorf("bench: limit loop: %w", err)
+		dials.Go(func() { clients[i], errs[i] = dialLimit(ctx, addr) })
+	}
+	dials.Wait()
+	for _, c := range clients {
+		if c != nil {
+			defer c.close()
 		}
-		defer c.close()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, fmt.Errorf("bench: limit loop: %w", err)
+	}
+	for _, c := range clients {
 		c.prepare(message, from, to)
-		clients[i] = c
 	}
 	var (
 		wg    sync.WaitGroup

@@ -64,6 +64,11 @@ func (r *UserResult) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "customers %d, %d connections, %d interleaved rounds, message %d bytes (the median-sized of the first digests the null server received)\n",
 		r.Customers, r.Concurrency, r.Runs, r.MessageBytes)
+	distance := "RTT 0 (loopback, no delay proxy)"
+	if r.RTTMillis > 0 {
+		distance = fmt.Sprintf("RTT %gms (a delay proxy, RTT/2 each way, in front of each sink)", r.RTTMillis)
+	}
+	fmt.Fprintf(w, "mailer %s, %s\n", r.Mailer, distance)
 	fmt.Fprintln(tw, "run\tsink\tmessages\treceived\tmsg/s\tCPU µs/msg: process\tSMTP server\tPostgreSQL\tCPU busy cores\tpeak RSS MiB\tbackends\tledger B/digest\tWAL B/digest\tload1\t")
 	row := func(name string, s Sample) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%d\t%.0f\t%.0f\t%.2f\t\n", name, s.Sink, s.Messages, s.Received, s.PerSecond,
@@ -87,6 +92,12 @@ func (r *UserResult) Print(w io.Writer) error {
 		if _, err := fmt.Fprintf(w, "sink %s: ratio to the limit %.2f, to the plain go-mail loop %.2f (median digests/s of digest run ÷ median msg/s of each loop)\n",
 			k.Sink, k.LimitRatio, k.Ratio); err != nil {
 			return err
+		}
+		if k.Bound > 0 {
+			if _, err := fmt.Fprintf(w, "sink %s at RTT %gms: %.0f digests/s over C = %d connections; bound C/(%d×RTT) = %.0f/s (%d round trip(s) per message); %.2f of the bound (%.2f over the run's own time, without start-up and preflight)\n",
+				k.Sink, r.RTTMillis, k.Job.PerSecond, r.Concurrency, k.RoundTrips, k.Bound, k.RoundTrips, k.BoundRatio, k.RunBoundRatio); err != nil {
+				return err
+			}
 		}
 	}
 	job := 0

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -71,14 +72,25 @@ func plainLoop(ctx context.Context, addr string, conns, count int,
 		if err != nil {
 			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
 		}
-		if err := c.DialWithContext(ctx); err != nil {
-			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
-		}
-		defer c.Close()
 		clients[i] = c
 		if makers[i], err = newWorker(); err != nil {
 			return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
 		}
+	}
+	// Dialled at once, not one after another (see limitLoop).
+	errs := make([]error, conns)
+	var dials sync.WaitGroup
+	for i, c := range clients {
+		dials.Go(func() { errs[i] = c.DialWithContext(ctx) })
+	}
+	dials.Wait()
+	for i, c := range clients {
+		if errs[i] == nil {
+			defer c.Close()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, fmt.Errorf("bench: plain loop: %w", err)
 	}
 	var (
 		wg    sync.WaitGroup

@@ -57,6 +57,31 @@ type UserConfig struct {
 	// TraceDir, when set, receives a Go execution trace of each job run
 	// (digest run --trace TraceDir/run-N.trace).
 	TraceDir string
+	// Mailer is how the job sends: MailerSMTP (the default) is the only
+	// one so far.
+	Mailer string
+	// RTT, when positive, puts the sinks at that network distance: each
+	// is reached through a DelayProxy in this process that delays every
+	// byte by RTT/2 in each direction, the job and both loops alike.
+	RTT time.Duration
+}
+
+// MailerSMTP is the job's SMTP mailer (DIGEST_SMTP_URL): the only mailer
+// MeasureUser measures so far.
+const MailerSMTP = "smtp"
+
+// Mailers are the mailers MeasureUser accepts.
+var Mailers = []string{MailerSMTP}
+
+// RoundTrips is the fewest round trips one message takes on sink after
+// the connection is set up: one with CHUNKING (MAIL, RCPT and BDAT LAST
+// pipelined, one reply each), two without (MAIL, RCPT and DATA pipelined,
+// then the content after 354).
+func (k Sink) RoundTrips() int {
+	if k == SinkNoChunking {
+		return 2
+	}
+	return 1
 }
 
 // Sink is a kind of null SMTP server: what it offers decides how few
@@ -104,6 +129,10 @@ type Sample struct {
 	// pipeline stage spent it (its summary's stages).
 	RunSeconds float64               `json:"run_seconds,omitempty"`
 	Stages     map[string]StageTimes `json:"stages,omitempty"`
+	// With an RTT: the bytes the delay proxy delivered towards the sink
+	// during the run, and the connections it accepted (the sender's).
+	ProxiedBytes int64 `json:"proxied_bytes,omitempty"`
+	ProxiedConns int64 `json:"proxied_connections,omitempty"`
 }
 
 // StageTimes is one pipeline stage of a job run, in seconds: working,
@@ -133,8 +162,12 @@ func stagesOf(sum map[string]any) map[string]StageTimes {
 // UserResult is what MeasureUser measured: every run and, for each sink,
 // the medians.
 type UserResult struct {
-	Customers    int          `json:"customers"`
-	Concurrency  int          `json:"concurrency"`
+	Customers   int    `json:"customers"`
+	Concurrency int    `json:"concurrency"` // C: the SMTP connections
+	Mailer      string `json:"mailer"`
+	// RTTMillis is the round trip the delay proxy put between the senders
+	// and the sinks, in milliseconds; 0: none (loopback).
+	RTTMillis    float64      `json:"rtt_ms"`
 	Runs         int          `json:"runs"`
 	MessageBytes int          `json:"message_bytes"` // the rendered digest the three senders send
 	Samples      []Sample     `json:"samples"`
@@ -153,6 +186,20 @@ type SinkResult struct {
 	// LimitRatio is the median job digests/s ÷ the median limit msg/s:
 	// the share of what the sink can take at all that the job reaches.
 	LimitRatio float64 `json:"limit_ratio"`
+	// With an RTT: RoundTrips is the fewest round trips a message takes
+	// on this sink (Sink.RoundTrips), Bound the most messages/s C
+	// connections can send at that distance, C / (RoundTrips × RTT)
+	// (with CHUNKING, C/RTT: one SMTP transaction per round trip), and
+	// BoundRatio the median job digests/s ÷ Bound.
+	RoundTrips int     `json:"round_trips_per_message"`
+	Bound      float64 `json:"bound_per_second,omitempty"`
+	BoundRatio float64 `json:"bound_ratio,omitempty"`
+	// RunBoundRatio is the same over the run's own time (its summary's
+	// duration, Sample.RunSeconds): the median job's digests ÷ its run
+	// seconds ÷ Bound, without the process's start-up and its preflight
+	// check of the server (a connection, EHLO and QUIT: about three
+	// round trips), which BoundRatio counts.
+	RunBoundRatio float64 `json:"run_bound_ratio,omitempty"`
 }
 
 func (c *UserConfig) setDefaults() error {
@@ -172,6 +219,15 @@ func (c *UserConfig) setDefaults() error {
 		if k != SinkChunking && k != SinkNoChunking {
 			return fmt.Errorf("bench: sink %q: want %s or %s", k, SinkChunking, SinkNoChunking)
 		}
+	}
+	if c.Mailer == "" {
+		c.Mailer = MailerSMTP
+	}
+	if !slices.Contains(Mailers, c.Mailer) {
+		return fmt.Errorf("bench: mailer %q: want %s", c.Mailer, strings.Join(Mailers, ", "))
+	}
+	if c.RTT < 0 {
+		return fmt.Errorf("bench: RTT %s: want 0 (none) or positive", c.RTT)
 	}
 	if c.Runs < 1 || c.Runs > 100 {
 		return fmt.Errorf("bench: runs %d: want 1 to 100", c.Runs)
@@ -219,7 +275,8 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return UserResult{}, err
 	}
-	res := UserResult{Customers: cfg.Customers, Concurrency: cfg.Concurrency, Runs: cfg.Runs}
+	res := UserResult{Customers: cfg.Customers, Concurrency: cfg.Concurrency, Runs: cfg.Runs,
+		Mailer: cfg.Mailer, RTTMillis: float64(cfg.RTT) / float64(time.Millisecond)}
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "bench: "+format+"\n", args...) }
 
 	w, err := openBinaryWeek(ctx, cfg.DatabaseURL, cfg.Schema, cfg.DigestBin, cfg.Customers, cfg.Concurrency, cfg.Week, progress)
@@ -245,6 +302,11 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 			return res, err
 		}
 		defer sinks[k].stop()
+		if cfg.RTT > 0 {
+			if sinks[k].proxy, err = StartDelayProxy(sinks[k].addr, cfg.RTT/2); err != nil {
+				return res, err
+			}
+		}
 	}
 
 	run := 0 // job runs so far, for their traces' names
@@ -289,6 +351,14 @@ func MeasureUser(ctx context.Context, cfg UserConfig) (UserResult, error) {
 		if r.Limit.PerSecond > 0 {
 			r.LimitRatio = r.Job.PerSecond / r.Limit.PerSecond
 		}
+		r.RoundTrips = sink.RoundTrips()
+		if cfg.RTT > 0 {
+			r.Bound = float64(cfg.Concurrency) / (float64(r.RoundTrips) * cfg.RTT.Seconds())
+			r.BoundRatio = r.Job.PerSecond / r.Bound
+			if r.Job.RunSeconds > 0 {
+				r.RunBoundRatio = float64(r.Job.Messages) / r.Job.RunSeconds / r.Bound
+			}
+		}
 		res.Sinks = append(res.Sinks, r)
 	}
 	return res, nil
@@ -311,11 +381,12 @@ func jobRun(ctx context.Context, w *binaryWeek, srv *nullProcess, digestCmd func
 	if err != nil {
 		return s, err
 	}
+	proxied := srv.proxied()
 	args := []string{"run", "--week", cfg.Week.String()}
 	if cfg.TraceDir != "" {
 		args = append(args, "--trace", filepath.Join(cfg.TraceDir, fmt.Sprintf("run-%d.trace", i+1)))
 	}
-	cmd := digestCmd([]string{"DIGEST_DATABASE_URL=" + url, "DIGEST_SMTP_URL=smtp://" + srv.addr + "?tls=none"}, args...)
+	cmd := digestCmd([]string{"DIGEST_DATABASE_URL=" + url, "DIGEST_SMTP_URL=smtp://" + srv.dialAddr() + "?tls=none"}, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return s, err
@@ -351,6 +422,7 @@ func jobRun(ctx context.Context, w *binaryWeek, srv *nullProcess, digestCmd func
 		return s, fmt.Errorf("bench: wal and ledger size: %w", err)
 	}
 	s.fill(int(sent), count1-count0, d, cmd.ProcessState, srvCPU1-srvCPU0, pgCPU)
+	s.ProxiedBytes, s.ProxiedConns = proxied()
 	s.Backends = n
 	s.Stages = stagesOf(sum)
 	if v, ok := sum["duration"].(string); ok { // a Go duration ("1.5s")
@@ -370,7 +442,8 @@ func loopRun(ctx context.Context, srv *nullProcess, cfg UserConfig, kind, eml st
 	if err != nil {
 		return s, err
 	}
-	cmd := exec.CommandContext(ctx, cfg.Self, kind+"-loop", "--addr", srv.addr, "--eml", eml,
+	proxied := srv.proxied()
+	cmd := exec.CommandContext(ctx, cfg.Self, kind+"-loop", "--addr", srv.dialAddr(), "--eml", eml,
 		"--messages", strconv.Itoa(messages), "--concurrency", strconv.Itoa(cfg.Concurrency))
 	t0 := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -383,6 +456,7 @@ func loopRun(ctx context.Context, srv *nullProcess, cfg UserConfig, kind, eml st
 		return s, err
 	}
 	s.fill(messages, count1-count0, d, cmd.ProcessState, srvCPU1-srvCPU0, 0)
+	s.ProxiedBytes, s.ProxiedConns = proxied()
 	return s, nil
 }
 
@@ -475,6 +549,7 @@ func medianOf(samples []Sample, sink Sink, kind string) Sample {
 		Load:        med(func(s Sample) float64 { return s.Load }),
 		Cores:       med(func(s Sample) float64 { return s.Cores }),
 		PeakRSS:     med(func(s Sample) float64 { return s.PeakRSS }),
+		RunSeconds:  med(func(s Sample) float64 { return s.RunSeconds }),
 	}
 }
 

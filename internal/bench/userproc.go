@@ -166,9 +166,12 @@ func (s keepingSession) Data(r io.Reader) error {
 type nullProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	mu   sync.Mutex
+	// proxy, when set, puts the server at a distance: senders dial its
+	// address (dialAddr).
+	proxy *DelayProxy
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	mu    sync.Mutex
 }
 
 func startNullProcess(self, keep string, sink Sink) (*nullProcess, error) {
@@ -229,7 +232,33 @@ func (n *nullProcess) count() (int64, time.Duration, error) {
 	return msgs, time.Duration(cpu), nil
 }
 
+// dialAddr is the address senders connect to: the delay proxy's when
+// there is one, else the server's own.
+func (n *nullProcess) dialAddr() string {
+	if n.proxy != nil {
+		return n.proxy.Addr()
+	}
+	return n.addr
+}
+
+// proxied starts counting what the delay proxy forwards; the function it
+// returns gives the bytes delivered towards the server and the
+// connections accepted since (0, 0 without a proxy).
+func (n *nullProcess) proxied() func() (bytes, conns int64) {
+	if n.proxy == nil {
+		return func() (int64, int64) { return 0, 0 }
+	}
+	up0, _, c0 := n.proxy.Forwarded()
+	return func() (int64, int64) {
+		up, _, c := n.proxy.Forwarded()
+		return up - up0, c - c0
+	}
+}
+
 func (n *nullProcess) stop() {
+	if n.proxy != nil {
+		_ = n.proxy.Close()
+	}
 	_ = n.in.Close()
 	_ = n.cmd.Wait()
 }

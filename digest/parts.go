@@ -1,6 +1,11 @@
 package digest
 
-import "strings"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
 
 // Part names, in the order FingerprintParts lists them: what a quarantine
 // says changed (ledger.QuarantineDetail).
@@ -16,16 +21,28 @@ var PartNames = []string{"address", "name", "content"}
 func (kr *Keyring) FingerprintParts(d *Digest) string {
 	rest := *d
 	rest.Customer.Email, rest.Customer.Name = "", ""
-	values := []string{strings.ToLower(d.Customer.Email), d.Customer.Name, string(rest.Canonical())}
-	var b strings.Builder
+	var canon [2048]byte // the encoding of a typical digest, on the stack
+	values := [...][]byte{[]byte(strings.ToLower(d.Customer.Email)), []byte(d.Customer.Name), rest.appendCanonical(canon[:0])}
+	s := kr.secrets[0]
+	sg := &signer{}
+	if s.signers != nil {
+		sg = s.signers.Get().(*signer)
+		defer s.signers.Put(sg)
+	} else {
+		sg.mac = hmac.New(sha256.New, s.key)
+	}
+	out := make([]byte, 0, len("address=12345678 name=12345678 content=12345678"))
 	for i, name := range PartNames {
 		if i > 0 {
-			b.WriteByte(' ')
+			out = append(out, ' ')
 		}
-		k := sign(kr.secrets[0], "fingerprint-part|"+name+"|"+values[i])
-		b.WriteString(name + "=" + string(k[len(k)-8:]))
+		sg.mac.Reset()
+		sg.mac.Write(append(append(append(sg.buf[:0], "fingerprint-part|"...), name...), '|'))
+		sg.mac.Write(values[i])
+		sum := sg.mac.Sum(sg.sum[:0])
+		out = hex.AppendEncode(append(append(out, name...), '='), sum[len(sum)-4:])
 	}
-	return b.String()
+	return string(out)
 }
 
 // ChangedParts names the parts whose checks differ between two
